@@ -1,0 +1,21 @@
+"""The project's own exception types: every user-facing failure names the file or key at fault."""
+
+
+class AseHumanoidError(Exception):
+    """Base class for errors raised by ase_humanoid."""
+
+
+class ModelError(AseHumanoidError):
+    """A humanoid/scene MJCF is missing, malformed, or does not match its configuration."""
+
+
+class MotionFileError(AseHumanoidError):
+    """A motion file (npy, BVH, ASF/AMC, FBX, dataset YAML) is missing, corrupt or mismatched."""
+
+
+class ConfigError(AseHumanoidError):
+    """A configuration key or value is invalid; the message names the key and the valid choices."""
+
+
+class CheckpointError(AseHumanoidError):
+    """A checkpoint is missing, truncated, or does not fit the model being loaded."""
