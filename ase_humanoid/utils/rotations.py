@@ -1,0 +1,228 @@
+"""Quaternion, exponential-map and heading math: the one home of rotation code in the package.
+
+Every quaternion is x, y, z, w (last dimension 4). All functions are batched torch and broadcast
+over leading dimensions; none loops in Python.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+_EPS = 1e-9
+
+
+def quat_identity(shape=(), dtype=torch.float32, device=None) -> torch.Tensor:
+    """Identity rotations `[*shape, 4]`."""
+    if isinstance(shape, int):
+        shape = (shape,)
+    q = torch.zeros(*shape, 4, dtype=dtype, device=device)
+    q[..., 3] = 1.0
+    return q
+
+
+def quat_normalize(q: torch.Tensor) -> torch.Tensor:
+    return q / q.norm(dim=-1, keepdim=True).clamp_min(_EPS)
+
+
+def quat_conjugate(q: torch.Tensor) -> torch.Tensor:
+    return torch.cat([-q[..., :3], q[..., 3:]], dim=-1)
+
+
+def quat_inverse(q: torch.Tensor) -> torch.Tensor:
+    """Inverse of any non-zero quaternion (the conjugate for unit quaternions)."""
+    return quat_conjugate(q) / (q * q).sum(dim=-1, keepdim=True).clamp_min(_EPS)
+
+
+def quat_mul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """Hamilton product a * b: rotating by the result applies b first, then a."""
+    ax, ay, az, aw = a.unbind(-1)
+    bx, by, bz, bw = b.unbind(-1)
+    return torch.stack(
+        [
+            aw * bx + ax * bw + ay * bz - az * by,
+            aw * by - ax * bz + ay * bw + az * bx,
+            aw * bz + ax * by - ay * bx + az * bw,
+            aw * bw - ax * bx - ay * by - az * bz,
+        ],
+        dim=-1,
+    )
+
+
+def quat_rotate(q: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    """Rotate vectors `v [..., 3]` by unit quaternions `q [..., 4]`."""
+    xyz, w = q[..., :3], q[..., 3:]
+    xyz, v = torch.broadcast_tensors(xyz, v)
+    t = 2.0 * torch.linalg.cross(xyz, v, dim=-1)
+    return v + w * t + torch.linalg.cross(xyz, t, dim=-1)
+
+
+def quat_rotate_inverse(q: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    """Rotate vectors by the inverse of unit quaternions `q`."""
+    return quat_rotate(quat_conjugate(q), v)
+
+
+def quat_from_axis_angle(axis: torch.Tensor, angle: torch.Tensor) -> torch.Tensor:
+    """`axis [..., 3]` (unit), `angle [...]` radians -> `[..., 4]`."""
+    half = 0.5 * angle.unsqueeze(-1)
+    return torch.cat([axis * torch.sin(half), torch.cos(half)], dim=-1)
+
+
+def quat_to_axis_angle(q: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Unit quaternion -> (axis `[..., 3]`, angle `[...]` in [0, pi]).
+
+    The sign of q is chosen so the angle is the short way round; for a (near) zero rotation
+    the axis is x.
+    """
+    q = torch.where(q[..., 3:] < 0, -q, q)
+    xyz = q[..., :3]
+    sin_half = xyz.norm(dim=-1)
+    angle = 2.0 * torch.atan2(sin_half, q[..., 3])
+    default_axis = torch.zeros_like(xyz)
+    default_axis[..., 0] = 1.0
+    small = sin_half < 1e-12
+    axis = torch.where(small.unsqueeze(-1), default_axis, xyz / sin_half.clamp_min(1e-12).unsqueeze(-1))
+    return axis, angle
+
+
+def exp_map_to_quat(e: torch.Tensor) -> torch.Tensor:
+    """Exponential map (axis * angle) `[..., 3]` -> unit quaternion `[..., 4]`."""
+    angle = e.norm(dim=-1)
+    half = 0.5 * angle
+    # sin(half)/angle with its Taylor series near zero, so tiny rotations stay accurate.
+    small = angle < 1e-4
+    scale = torch.where(small, 0.5 - angle * angle / 48.0, torch.sin(half) / angle.clamp_min(1e-12))
+    return torch.cat([e * scale.unsqueeze(-1), torch.cos(half).unsqueeze(-1)], dim=-1)
+
+
+def quat_to_exp_map(q: torch.Tensor) -> torch.Tensor:
+    """Unit quaternion -> exponential map `[..., 3]` with angle in [0, pi]."""
+    axis, angle = quat_to_axis_angle(q)
+    return axis * angle.unsqueeze(-1)
+
+
+def quat_to_matrix(q: torch.Tensor) -> torch.Tensor:
+    """Unit quaternion -> rotation matrix `[..., 3, 3]`."""
+    x, y, z, w = q.unbind(-1)
+    xx, yy, zz = x * x, y * y, z * z
+    xy, xz, yz = x * y, x * z, y * z
+    wx, wy, wz = w * x, w * y, w * z
+    rows = [
+        torch.stack([1 - 2 * (yy + zz), 2 * (xy - wz), 2 * (xz + wy)], -1),
+        torch.stack([2 * (xy + wz), 1 - 2 * (xx + zz), 2 * (yz - wx)], -1),
+        torch.stack([2 * (xz - wy), 2 * (yz + wx), 1 - 2 * (xx + yy)], -1),
+    ]
+    return torch.stack(rows, dim=-2)
+
+
+def matrix_to_quat(m: torch.Tensor) -> torch.Tensor:
+    """Rotation matrix `[..., 3, 3]` -> unit quaternion `[..., 4]` with w >= 0.
+
+    Uses the largest of the four candidate denominators for numerical stability.
+    """
+    m00, m11, m22 = m[..., 0, 0], m[..., 1, 1], m[..., 2, 2]
+    trace = m00 + m11 + m22
+    candidates = torch.stack(
+        [
+            torch.stack([m[..., 2, 1] - m[..., 1, 2], m[..., 0, 2] - m[..., 2, 0], m[..., 1, 0] - m[..., 0, 1], 1 + trace], -1),
+            torch.stack([1 + m00 - m11 - m22, m[..., 0, 1] + m[..., 1, 0], m[..., 0, 2] + m[..., 2, 0], m[..., 2, 1] - m[..., 1, 2]], -1),
+            torch.stack([m[..., 0, 1] + m[..., 1, 0], 1 - m00 + m11 - m22, m[..., 1, 2] + m[..., 2, 1], m[..., 0, 2] - m[..., 2, 0]], -1),
+            torch.stack([m[..., 0, 2] + m[..., 2, 0], m[..., 1, 2] + m[..., 2, 1], 1 - m00 - m11 + m22, m[..., 1, 0] - m[..., 0, 1]], -1),
+        ],
+        dim=-2,
+    )  # [..., 4 candidates, 4]
+    diag = torch.stack([1 + trace, 1 + m00 - m11 - m22, 1 - m00 + m11 - m22, 1 - m00 - m11 + m22], -1)
+    best = diag.argmax(dim=-1, keepdim=True)
+    q = torch.gather(candidates, -2, best.unsqueeze(-1).expand(*best.shape[:-1], 1, 4)).squeeze(-2)
+    q = quat_normalize(q)
+    return torch.where(q[..., 3:] < 0, -q, q)
+
+
+def quat_to_tan_norm(q: torch.Tensor) -> torch.Tensor:
+    """6D rotation encoding `[..., 6]`: the rotated x axis (tangent) and z axis (normal)."""
+    ref_tan = torch.zeros(*q.shape[:-1], 3, dtype=q.dtype, device=q.device)
+    ref_tan[..., 0] = 1.0
+    ref_norm = torch.zeros_like(ref_tan)
+    ref_norm[..., 2] = 1.0
+    return torch.cat([quat_rotate(q, ref_tan), quat_rotate(q, ref_norm)], dim=-1)
+
+
+def calc_heading(q: torch.Tensor) -> torch.Tensor:
+    """Yaw angle `[...]` of the rotated x axis projected on the ground plane."""
+    ref = torch.zeros(*q.shape[:-1], 3, dtype=q.dtype, device=q.device)
+    ref[..., 0] = 1.0
+    direction = quat_rotate(q, ref)
+    return torch.atan2(direction[..., 1], direction[..., 0])
+
+
+def _quat_about_z(angle: torch.Tensor) -> torch.Tensor:
+    axis = torch.zeros(*angle.shape, 3, dtype=angle.dtype, device=angle.device)
+    axis[..., 2] = 1.0
+    return quat_from_axis_angle(axis, angle)
+
+
+def calc_heading_quat(q: torch.Tensor) -> torch.Tensor:
+    """Rotation about z by the heading of q."""
+    return _quat_about_z(calc_heading(q))
+
+
+def calc_heading_quat_inv(q: torch.Tensor) -> torch.Tensor:
+    """Rotation about z by minus the heading of q: maps world vectors into the heading frame."""
+    return _quat_about_z(-calc_heading(q))
+
+
+def remove_heading(q: torch.Tensor) -> torch.Tensor:
+    """q with its heading removed: calc_heading_quat_inv(q) * q."""
+    return quat_mul(calc_heading_quat_inv(q), q)
+
+
+def slerp(q0: torch.Tensor, q1: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
+    """Spherical linear interpolation along the shortest path; `t [...]` or `[..., 1]`."""
+    t = torch.as_tensor(t, dtype=q0.dtype, device=q0.device)
+    if t.dim() < q0.dim() or t.shape[-1:] != (1,):
+        t = t.unsqueeze(-1)
+    cos_half = (q0 * q1).sum(dim=-1, keepdim=True)
+    q1 = torch.where(cos_half < 0, -q1, q1)
+    cos_half = cos_half.abs().clamp(max=1.0)
+    half = torch.acos(cos_half)
+    sin_half = torch.sqrt((1.0 - cos_half * cos_half).clamp_min(0.0))
+    # Fall back to normalised lerp when the two rotations nearly coincide.
+    near = sin_half < 1e-6
+    w0 = torch.where(near, 1.0 - t, torch.sin((1.0 - t) * half) / sin_half.clamp_min(1e-12))
+    w1 = torch.where(near, t, torch.sin(t * half) / sin_half.clamp_min(1e-12))
+    return quat_normalize(w0 * q0 + w1 * q1)
+
+
+def quat_angle_between(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """Angle `[...]` in [0, pi] of the rotation a^-1 b."""
+    dot = (a * b).sum(dim=-1).abs().clamp(max=1.0)
+    return 2.0 * torch.acos(dot)
+
+
+def wxyz_to_xyzw(q):
+    """Reorder MuJoCo's w, x, y, z to x, y, z, w (torch or numpy)."""
+    return q[..., [1, 2, 3, 0]]
+
+
+def xyzw_to_wxyz(q):
+    """Reorder x, y, z, w to MuJoCo's w, x, y, z (torch or numpy)."""
+    return q[..., [3, 0, 1, 2]]
+
+
+def quat_from_euler_xyz_intrinsic(angles: torch.Tensor) -> torch.Tensor:
+    """`[..., 3]` angles (a, b, c) -> Rx(a) Ry(b) Rz(c): three hinges x, y, z applied in order."""
+    zeros = torch.zeros_like(angles[..., 0])
+    ones = torch.ones_like(zeros)
+    x_axis = torch.stack([ones, zeros, zeros], -1)
+    y_axis = torch.stack([zeros, ones, zeros], -1)
+    z_axis = torch.stack([zeros, zeros, ones], -1)
+    qx = quat_from_axis_angle(x_axis, angles[..., 0])
+    qy = quat_from_axis_angle(y_axis, angles[..., 1])
+    qz = quat_from_axis_angle(z_axis, angles[..., 2])
+    return quat_mul(quat_mul(qx, qy), qz)
+
+
+def normalize_angle(x: torch.Tensor) -> torch.Tensor:
+    """Wrap angles to [-pi, pi)."""
+    return torch.remainder(x + math.pi, 2.0 * math.pi) - math.pi
