@@ -1,0 +1,125 @@
+"""Rollout storage and the AMP demo / replay sample buffers, all preallocated on one device."""
+
+from __future__ import annotations
+
+import torch
+
+
+class RolloutBuffer:
+    """Per-step tensors of one rollout: `data[name]` is `[horizon, num_envs, *shape]`.
+
+    `add(**tensors)` writes step `step` (each tensor `[num_envs, *shape]`) and advances it;
+    `reset()` starts a new rollout over the same storage.
+    """
+
+    def __init__(self, horizon: int, num_envs: int, specs: dict[str, tuple[tuple[int, ...], torch.dtype]],
+                 device: torch.device):
+        self.horizon = horizon
+        self.num_envs = num_envs
+        self.data = {name: torch.zeros((horizon, num_envs, *shape), dtype=dtype, device=device)
+                     for name, (shape, dtype) in specs.items()}
+        self.step = 0
+
+    @property
+    def full(self) -> bool:
+        return self.step >= self.horizon
+
+    def add(self, **tensors: torch.Tensor) -> None:
+        if self.full:
+            raise RuntimeError(f"rollout buffer already holds horizon_length={self.horizon} steps; "
+                               "call update() before recording more transitions")
+        missing = set(self.data) - set(tensors)
+        if missing:
+            raise KeyError(f"rollout step is missing {sorted(missing)}")
+        for name, value in tensors.items():
+            self.data[name][self.step] = value
+        self.step += 1
+
+    def reset(self) -> None:
+        self.step = 0
+
+    def flat(self, name: str) -> torch.Tensor:
+        """`data[name]` as `[horizon * num_envs, *shape]` (time-major)."""
+        t = self.data[name]
+        return t.reshape(-1, *t.shape[2:])
+
+
+class SampleBuffer:
+    """Fixed-capacity ring of samples `[capacity, dim]`: stores overwrite the oldest entries.
+
+    Used for the AMP demo buffer (refreshed from the motion data) and as the storage of the
+    replay buffer.
+    """
+
+    def __init__(self, capacity: int, dim: int, device: torch.device, dtype=torch.float32):
+        self.capacity = capacity
+        self.samples = torch.zeros((capacity, dim), dtype=dtype, device=device)
+        self.head = 0  # next slot to write
+        self.count = 0  # filled slots, <= capacity
+        self.total_stored = 0  # samples ever stored
+
+    def __len__(self) -> int:
+        return self.count
+
+    @property
+    def is_full(self) -> bool:
+        return self.count >= self.capacity
+
+    def store(self, x: torch.Tensor) -> None:
+        """Append `x [n, dim]`; when n > capacity only the last `capacity` rows are kept."""
+        n = x.shape[0]
+        self.total_stored += n
+        if n == 0:
+            return
+        if n > self.capacity:
+            x = x[-self.capacity:]
+            n = self.capacity
+        slots = (self.head + torch.arange(n, device=self.samples.device)) % self.capacity
+        self.samples[slots] = x.to(self.samples.dtype)
+        self.head = (self.head + n) % self.capacity
+        self.count = min(self.count + n, self.capacity)
+
+    def sample(self, n: int, generator: torch.Generator) -> torch.Tensor:
+        """`[n, dim]` drawn uniformly with replacement from the filled slots."""
+        if self.count == 0:
+            raise RuntimeError("cannot sample from an empty buffer")
+        idx = torch.randint(0, self.count, (n,), generator=generator, device=self.samples.device)
+        return self.samples[idx]
+
+    def state_dict(self, include_samples: bool = True) -> dict:
+        state = {"head": self.head, "count": self.count, "total_stored": self.total_stored,
+                 "capacity": self.capacity, "dim": self.samples.shape[1]}
+        if include_samples:
+            state["samples"] = self.samples[: self.count].clone()
+        return state
+
+    def load_state_dict(self, state: dict) -> None:
+        if state["capacity"] != self.capacity or state["dim"] != self.samples.shape[1]:
+            raise ValueError(f"buffer of capacity {state['capacity']} x {state['dim']} does not fit "
+                             f"{self.capacity} x {self.samples.shape[1]}")
+        if "samples" in state:
+            self.head, self.count = state["head"], state["count"]
+            self.samples[: self.count] = state["samples"].to(self.samples.device)
+        else:  # contents were not saved: start empty
+            self.head, self.count = 0, 0
+        self.total_stored = state["total_stored"]
+
+
+class ReplayBuffer(SampleBuffer):
+    """AMP replay of past agent observations.
+
+    Until the buffer is full every sample is stored; afterwards each new sample is kept with
+    probability `keep_prob` (overwriting the oldest), so the buffer spans many past policies.
+    """
+
+    def __init__(self, capacity: int, dim: int, keep_prob: float, device: torch.device):
+        super().__init__(capacity, dim, device)
+        self.keep_prob = keep_prob
+
+    def insert(self, x: torch.Tensor, generator: torch.Generator) -> int:
+        """Offer `x [n, dim]`; returns how many rows were stored."""
+        if self.is_full:
+            keep = torch.rand(x.shape[0], generator=generator, device=x.device) < self.keep_prob
+            x = x[keep]
+        self.store(x)
+        return x.shape[0]

@@ -1,0 +1,208 @@
+"""Agent hyperparameters as dataclasses.
+
+Defaults are the settings of the ASE paper's released training configs (rl_games style):
+`PPOConfig` holds the PPO part, `AMPConfig` adds the discriminator (release `amp_humanoid`),
+`ASEConfig` adds latents, encoder and diversity terms (release `ase_humanoid`).
+
+`from_dict` builds a config from a plain mapping (e.g. a Hydra node) and raises `ConfigError`
+naming any unknown key (with the valid ones) or any value of the wrong type.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import typing
+from dataclasses import dataclass, field
+from typing import Any, Mapping, TypeVar
+
+from ase_humanoid.errors import ConfigError
+
+C = TypeVar("C", bound="PPOConfig")
+
+
+@dataclass
+class PPOConfig:
+    """PPO with a fixed-std Gaussian policy and separate actor / critic MLPs."""
+
+    # networks
+    actor_units: list[int] = field(default_factory=lambda: [1024, 512])
+    critic_units: list[int] = field(default_factory=lambda: [1024, 512])
+    activation: str = "relu"
+    init_log_std: float = -2.9  # log of the policy's std per action dim
+    learn_log_std: bool = False  # the release keeps the std fixed
+    # normalisation
+    normalize_input: bool = True  # running mean/std of policy observations
+    normalize_value: bool = True  # critic predicts values in normalised units
+    normalize_advantage: bool = True
+    normalize_reward: bool = False  # divide the combined reward by its running std (off in release)
+    obs_clip: float = 5.0  # normalised inputs are clamped to +-obs_clip
+    # returns
+    gamma: float = 0.99
+    gae_lambda: float = 0.95  # "tau" in rl_games
+    # optimisation
+    learning_rate: float = 2e-5
+    adam_eps: float = 1e-8
+    horizon_length: int = 32
+    mini_epochs: int = 6
+    minibatch_size: int = 16384  # must divide horizon_length * num_envs
+    e_clip: float = 0.2
+    clip_value: bool = False
+    critic_coef: float = 5.0
+    entropy_coef: float = 0.0
+    bounds_loss_coef: float = 10.0
+    bounds_soft_limit: float = 1.0  # action means beyond +-this are penalised quadratically
+    truncate_grads: bool = False  # the release configs set this False (no clipping) ...
+    grad_norm: float = 1.0  # ... with this norm when truncate_grads is True
+    # reproducibility: None draws a seed from torch's global generator
+    seed: int | None = None
+
+    def validate(self) -> None:
+        """Raise ConfigError naming the first invalid field."""
+        _check(self.activation in _ACTIVATIONS, "activation",
+               f"{self.activation!r} is not one of {sorted(_ACTIVATIONS)}")
+        for name in ("actor_units", "critic_units"):
+            units = getattr(self, name)
+            _check(len(units) > 0 and all(int(u) > 0 for u in units), name,
+                   f"needs at least one positive layer width, got {units}")
+        for name in ("horizon_length", "mini_epochs", "minibatch_size"):
+            _check(getattr(self, name) > 0, name, f"must be > 0, got {getattr(self, name)}")
+        _check(0.0 < self.gamma <= 1.0, "gamma", f"must be in (0, 1], got {self.gamma}")
+        _check(0.0 <= self.gae_lambda <= 1.0, "gae_lambda", f"must be in [0, 1], got {self.gae_lambda}")
+        _check(self.learning_rate > 0, "learning_rate", f"must be > 0, got {self.learning_rate}")
+        _check(self.e_clip > 0, "e_clip", f"must be > 0, got {self.e_clip}")
+        _check(self.obs_clip > 0, "obs_clip", f"must be > 0, got {self.obs_clip}")
+        _check(self.grad_norm > 0, "grad_norm", f"must be > 0, got {self.grad_norm}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+@dataclass
+class AMPConfig(PPOConfig):
+    """PPO plus an AMP discriminator (release `amp_humanoid`)."""
+
+    disc_units: list[int] = field(default_factory=lambda: [1024, 512])
+    disc_logit_init_scale: float = 1.0  # logit layer weights ~ U(-s, s)
+    amp_obs_demo_buffer_size: int = 200_000
+    amp_replay_buffer_size: int = 200_000
+    amp_replay_keep_prob: float = 0.01  # once the replay buffer is full
+    amp_batch_size: int = 512  # demo samples fetched per update (and per fetch when filling)
+    amp_minibatch_size: int = 4096  # agent / replay / demo samples per discriminator step
+    disc_coef: float = 5.0
+    disc_logit_reg: float = 0.01
+    disc_grad_penalty: float = 5.0
+    disc_weight_decay: float = 1e-4
+    disc_reward_scale: float = 2.0
+    normalize_amp_input: bool = True
+    # per-env eps-greedy: env i samples its action with probability
+    # 1 - exp(10 (i / (N - 1) - 1)) (env 0 always, env N-1 never) and acts with the mean otherwise
+    enable_eps_greedy: bool = False
+    task_reward_w: float = 0.0
+    disc_reward_w: float = 1.0
+    # store the demo and replay buffers' contents in checkpoints (exact resume; large files)
+    checkpoint_amp_buffers: bool = True
+
+    def validate(self) -> None:
+        super().validate()
+        _check(len(self.disc_units) > 0 and all(int(u) > 0 for u in self.disc_units),
+               "disc_units", f"needs at least one positive layer width, got {self.disc_units}")
+        for name in ("amp_obs_demo_buffer_size", "amp_replay_buffer_size", "amp_batch_size",
+                     "amp_minibatch_size"):
+            _check(getattr(self, name) > 0, name, f"must be > 0, got {getattr(self, name)}")
+        _check(0.0 <= self.amp_replay_keep_prob <= 1.0, "amp_replay_keep_prob",
+               f"must be in [0, 1], got {self.amp_replay_keep_prob}")
+
+
+@dataclass
+class ASEConfig(AMPConfig):
+    """AMP plus latent skills, an encoder and the diversity objective (release `ase_humanoid`)."""
+
+    actor_units: list[int] = field(default_factory=lambda: [1024, 1024, 512])
+    critic_units: list[int] = field(default_factory=lambda: [1024, 1024, 512])
+    disc_units: list[int] = field(default_factory=lambda: [1024, 1024, 512])
+    enable_eps_greedy: bool = True  # the release's ASE config turns it on
+    disc_reward_w: float = 0.5
+    enc_reward_w: float = 0.5
+    # latents
+    latent_dim: int = 64
+    latent_steps_min: int = 1  # each env holds its latent for randint[min, max) steps
+    latent_steps_max: int = 150
+    style_units: list[int] = field(default_factory=lambda: [512, 256])
+    style_init_scale: float = 1.0  # style output layer weights ~ U(-s, s)
+    # encoder (a head on the discriminator trunk)
+    enc_init_scale: float = 0.1
+    enc_coef: float = 5.0
+    enc_weight_decay: float = 0.0
+    enc_grad_penalty: float = 0.0
+    enc_reward_scale: float = 1.0
+    # diversity objective
+    amp_diversity_bonus: float = 0.01
+    amp_diversity_tar: float = 1.0
+    # optional, off in the release: uniformity loss on encoder outputs
+    # (log mean exp(-2 ||e_i - e_j||^2) over pairs in the batch)
+    latent_uniformity_coef: float = 0.0
+
+    def validate(self) -> None:
+        super().validate()
+        _check(self.latent_dim > 0, "latent_dim", f"must be > 0, got {self.latent_dim}")
+        _check(1 <= self.latent_steps_min < self.latent_steps_max, "latent_steps_min",
+               f"need 1 <= latent_steps_min < latent_steps_max, got "
+               f"{self.latent_steps_min} and {self.latent_steps_max}")
+        _check(len(self.style_units) > 0, "style_units", "needs at least one layer")
+
+
+_ACTIVATIONS = {"relu", "elu", "tanh", "silu"}
+
+
+def _check(ok: bool, key: str, message: str) -> None:
+    if not ok:
+        raise ConfigError(f"agent config key '{key}': {message}")
+
+
+def from_dict(cls: type[C], values: Mapping[str, Any] | None) -> C:
+    """Build `cls` from a mapping; unknown keys and wrongly typed values raise ConfigError."""
+    values = dict(values or {})
+    hints = typing.get_type_hints(cls)
+    fields = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(values) - fields)
+    if unknown:
+        raise ConfigError(f"unknown agent config key(s) {unknown} for {cls.__name__}; "
+                          f"valid keys: {sorted(fields)}")
+    converted = {key: _coerce(key, value, hints[key]) for key, value in values.items()}
+    config = cls(**converted)
+    config.validate()
+    return config
+
+
+def _coerce(key: str, value: Any, hint: Any) -> Any:
+    """Accept ints for floats and sequences for lists; reject everything else of the wrong type."""
+    origin = typing.get_origin(hint)
+    if origin is list:
+        if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
+            raise ConfigError(f"agent config key '{key}': expected a list, got {value!r}")
+        items = list(value)
+        if not all(isinstance(v, int) and not isinstance(v, bool) for v in items):
+            raise ConfigError(f"agent config key '{key}': expected a list of ints, got {items}")
+        return items
+    if origin in (typing.Union, getattr(__import__("types"), "UnionType", None)):
+        options = [a for a in typing.get_args(hint) if a is not type(None)]
+        if value is None:
+            return None
+        return _coerce(key, value, options[0])
+    if hint is bool:
+        if not isinstance(value, bool):
+            raise ConfigError(f"agent config key '{key}': expected true/false, got {value!r}")
+        return value
+    if hint is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(f"agent config key '{key}': expected an integer, got {value!r}")
+        return value
+    if hint is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ConfigError(f"agent config key '{key}': expected a number, got {value!r}")
+        return float(value)
+    if hint is str:
+        if not isinstance(value, str):
+            raise ConfigError(f"agent config key '{key}': expected a string, got {value!r}")
+        return value
+    return value

@@ -1,0 +1,139 @@
+"""Actor, critic and discriminator networks for PPO, AMP and ASE.
+
+Hidden layers keep torch's default weight initialisation with zero biases; output heads of the
+discriminator, encoder and style embedding use small uniform weights, as in the ASE release.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+_ACTIVATIONS = {"relu": nn.ReLU, "elu": nn.ELU, "tanh": nn.Tanh, "silu": nn.SiLU}
+
+
+def build_mlp(in_dim: int, units: list[int], activation: str) -> nn.Sequential:
+    """Linear + activation for each width in `units`; output width is `units[-1]`."""
+    layers: list[nn.Module] = []
+    for width in units:
+        linear = nn.Linear(in_dim, width)
+        nn.init.zeros_(linear.bias)
+        layers += [linear, _ACTIVATIONS[activation]()]
+        in_dim = width
+    return nn.Sequential(*layers)
+
+
+def mlp_weights(mlp: nn.Sequential) -> list[torch.Tensor]:
+    """Weight matrices (not biases) of the linear layers of `mlp`."""
+    return [m.weight for m in mlp if isinstance(m, nn.Linear)]
+
+
+def _uniform_linear(in_dim: int, out_dim: int, scale: float) -> nn.Linear:
+    linear = nn.Linear(in_dim, out_dim)
+    nn.init.uniform_(linear.weight, -scale, scale)
+    nn.init.zeros_(linear.bias)
+    return linear
+
+
+class GaussianActor(nn.Module):
+    """Action mean from an MLP; log-std a per-dimension constant (fixed unless learnable).
+
+    `forward(obs [n, obs_dim]) -> mu [n, action_dim]`.
+    """
+
+    def __init__(self, obs_dim: int, action_dim: int, units: list[int], activation: str,
+                 init_log_std: float, learn_log_std: bool):
+        super().__init__()
+        self.mlp = build_mlp(obs_dim, units, activation)
+        self.mu = nn.Linear(units[-1], action_dim)
+        nn.init.zeros_(self.mu.bias)
+        log_std = torch.full((action_dim,), float(init_log_std))
+        if learn_log_std:
+            self.log_std = nn.Parameter(log_std)
+        else:
+            self.register_buffer("log_std", log_std)
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        return self.mu(self.mlp(obs))
+
+
+class ValueNet(nn.Module):
+    """`forward(x [n, in_dim]) -> value [n]` (in normalised units when value normalisation is on)."""
+
+    def __init__(self, in_dim: int, units: list[int], activation: str):
+        super().__init__()
+        self.mlp = build_mlp(in_dim, units, activation)
+        self.out = nn.Linear(units[-1], 1)
+        nn.init.zeros_(self.out.bias)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.out(self.mlp(x)).squeeze(-1)
+
+
+class LatentActor(nn.Module):
+    """ASE actor: z -> style MLP -> tanh(linear) = style embedding, then MLP on [obs, style].
+
+    `forward(obs [n, obs_dim], z [n, latent_dim]) -> mu [n, action_dim]`.
+    """
+
+    def __init__(self, obs_dim: int, latent_dim: int, action_dim: int, units: list[int],
+                 style_units: list[int], style_dim: int, activation: str, style_init_scale: float,
+                 init_log_std: float, learn_log_std: bool):
+        super().__init__()
+        self.style_mlp = build_mlp(latent_dim, style_units, activation)
+        self.style_out = _uniform_linear(style_units[-1], style_dim, style_init_scale)
+        self.body = GaussianActor(obs_dim + style_dim, action_dim, units, activation,
+                                  init_log_std, learn_log_std)
+
+    @property
+    def log_std(self) -> torch.Tensor:
+        return self.body.log_std
+
+    def style(self, z: torch.Tensor) -> torch.Tensor:
+        return torch.tanh(self.style_out(self.style_mlp(z)))
+
+    def forward(self, obs: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
+        return self.body(torch.cat([obs, self.style(z)], dim=-1))
+
+
+class Discriminator(nn.Module):
+    """MLP trunk with a linear logit head and, optionally, a unit-norm encoder head (ASE).
+
+    `logit(x [n, in_dim]) -> [n]`; `encode(x) -> [n, enc_dim]` with ||row|| = 1.
+    """
+
+    def __init__(self, in_dim: int, units: list[int], activation: str, logit_init_scale: float,
+                 enc_dim: int | None = None, enc_init_scale: float = 0.1):
+        super().__init__()
+        self.trunk = build_mlp(in_dim, units, activation)
+        self.logit_head = _uniform_linear(units[-1], 1, logit_init_scale)
+        self.enc_head = (_uniform_linear(units[-1], enc_dim, enc_init_scale)
+                         if enc_dim is not None else None)
+
+    def logit(self, x: torch.Tensor) -> torch.Tensor:
+        return self.logit_head(self.trunk(x)).squeeze(-1)
+
+    def encode(self, x: torch.Tensor) -> torch.Tensor:
+        if self.enc_head is None:
+            raise RuntimeError("this discriminator was built without an encoder head")
+        return F.normalize(self.enc_head(self.trunk(x)), dim=-1)
+
+    def logit_and_encoding(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        h = self.trunk(x)
+        return self.logit_head(h).squeeze(-1), F.normalize(self.enc_head(h), dim=-1)
+
+    def logit_weights(self) -> torch.Tensor:
+        return self.logit_head.weight
+
+    def disc_weights(self) -> list[torch.Tensor]:
+        """Weights under the discriminator's weight decay: trunk and logit head."""
+        return mlp_weights(self.trunk) + [self.logit_head.weight]
+
+    def enc_weights(self) -> list[torch.Tensor]:
+        """Weights under the encoder's weight decay: the encoder head."""
+        return [self.enc_head.weight] if self.enc_head is not None else []
+
+
+def sum_of_squares(tensors: list[torch.Tensor]) -> torch.Tensor:
+    return sum(t.square().sum() for t in tensors)

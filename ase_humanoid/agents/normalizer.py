@@ -1,0 +1,54 @@
+"""Running mean / variance normaliser (exact parallel combination of batch moments)."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+
+class RunningMeanStd(nn.Module):
+    """Tracks the mean and (population) variance of everything passed to `update`.
+
+    Statistics are kept in float64 so that after any sequence of batches they equal the mean and
+    variance of all samples seen, as numpy would compute them over the concatenation.
+    Shapes: `update(x [n, *shape])`, `normalize(x [..., *shape])`.
+    """
+
+    def __init__(self, shape: int | tuple[int, ...], eps: float = 1e-5, clip: float | None = None):
+        super().__init__()
+        shape = (shape,) if isinstance(shape, int) else tuple(shape)
+        self.eps = eps
+        self.clip = clip
+        self.register_buffer("mean", torch.zeros(shape, dtype=torch.float64))
+        self.register_buffer("var", torch.ones(shape, dtype=torch.float64))
+        self.register_buffer("count", torch.zeros((), dtype=torch.float64))
+
+    @torch.no_grad()
+    def update(self, x: torch.Tensor) -> None:
+        """Fold a batch `[n, *shape]` into the running statistics."""
+        x = x.reshape(-1, *self.mean.shape).to(torch.float64)
+        n = x.shape[0]
+        if n == 0:
+            return
+        batch_mean = x.mean(dim=0)
+        batch_var = x.var(dim=0, unbiased=False)
+        total = self.count + n
+        delta = batch_mean - self.mean
+        # Chan et al. parallel variance: combine the two sums of squared deviations
+        m2 = self.var * self.count + batch_var * n + delta.square() * self.count * n / total
+        self.mean.add_(delta * n / total)
+        self.var.copy_(m2 / total)
+        self.count.copy_(total)
+
+    def normalize(self, x: torch.Tensor) -> torch.Tensor:
+        """(x - mean) / sqrt(var + eps), clamped to +-clip when set; keeps x's dtype."""
+        mean = self.mean.to(x.dtype)
+        std = torch.sqrt(self.var + self.eps).to(x.dtype)
+        y = (x - mean) / std
+        if self.clip is not None:
+            y = y.clamp(-self.clip, self.clip)
+        return y
+
+    def denormalize(self, y: torch.Tensor) -> torch.Tensor:
+        """Inverse of `normalize` (without clamping)."""
+        return y * torch.sqrt(self.var + self.eps).to(y.dtype) + self.mean.to(y.dtype)

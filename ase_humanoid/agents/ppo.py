@@ -1,0 +1,447 @@
+"""PPO with a fixed-std Gaussian policy, GAE that bootstraps through timeouts, value and
+observation normalisation: the base of the AMP and ASE agents.
+
+The rollout loop lives elsewhere (the runner). Per step it calls
+
+    out = agent.act(obs)                                   # samples actions, caches what PPO needs
+    next_obs, reward, terminated, truncated, info = env.step(out["actions"])
+    agent.record_transition(obs, out["actions"], reward, terminated, truncated, next_obs, info)
+
+and after `horizon_length` steps `stats = agent.update()`.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from ase_humanoid.agents.buffers import RolloutBuffer
+from ase_humanoid.agents.config import PPOConfig
+from ase_humanoid.agents.networks import GaussianActor, ValueNet
+from ase_humanoid.agents.normalizer import RunningMeanStd
+from ase_humanoid.errors import CheckpointError, ConfigError
+
+
+def compute_gae(rewards: torch.Tensor, values: torch.Tensor, next_values: torch.Tensor,
+                terminated: torch.Tensor, dones: torch.Tensor, gamma: float,
+                lam: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """Generalised advantage estimation over a rollout.
+
+    All inputs `[T, N]`. `next_values[t]` is V of the observation reached at step t *before*
+    any reset (the final observation of a truncated episode); it is ignored where
+    `terminated[t]`, so terminations do not bootstrap but timeouts do. `dones` (terminated or
+    truncated) stops the advantage recursion at episode boundaries.
+    Returns (advantages [T, N], returns [T, N]).
+    """
+    not_terminated = 1.0 - terminated.to(rewards.dtype)
+    not_done = 1.0 - dones.to(rewards.dtype)
+    deltas = rewards + gamma * next_values * not_terminated - values
+    advantages = torch.zeros_like(rewards)
+    running = torch.zeros_like(rewards[0])
+    for t in reversed(range(rewards.shape[0])):  # loop over time only; envs stay batched
+        running = deltas[t] + gamma * lam * not_done[t] * running
+        advantages[t] = running
+    return advantages, advantages + values
+
+
+def gaussian_log_prob(actions: torch.Tensor, mu: torch.Tensor, log_std: torch.Tensor) -> torch.Tensor:
+    """Log density of a diagonal Gaussian, summed over the last dim: `[n, A] -> [n]`."""
+    z = (actions - mu) * torch.exp(-log_std)
+    return (-0.5 * z.square() - log_std - 0.5 * math.log(2.0 * math.pi)).sum(-1)
+
+
+def bounds_loss(mu: torch.Tensor, limit: float) -> torch.Tensor:
+    """Squared excess of the action mean beyond +-limit, summed over action dims: `[n, A] -> [n]`."""
+    high = (mu - limit).clamp_min(0.0).square()
+    low = (mu + limit).clamp_max(0.0).square()
+    return (high + low).sum(-1)
+
+
+def ppo_actor_loss(log_prob: torch.Tensor, old_log_prob: torch.Tensor, advantages: torch.Tensor,
+                   e_clip: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """Clipped surrogate per sample `[n]` and whether the ratio was clipped `[n]`."""
+    ratio = torch.exp(log_prob - old_log_prob)
+    surr = advantages * ratio
+    surr_clipped = advantages * ratio.clamp(1.0 - e_clip, 1.0 + e_clip)
+    loss = torch.maximum(-surr, -surr_clipped)
+    clipped = (ratio - 1.0).abs() > e_clip
+    return loss, clipped
+
+
+def critic_loss(values: torch.Tensor, old_values: torch.Tensor, returns: torch.Tensor,
+                e_clip: float, clip_value: bool) -> torch.Tensor:
+    """Squared value error per sample `[n]`, optionally with the rl_games value clipping."""
+    loss = (values - returns).square()
+    if clip_value:
+        clipped = old_values + (values - old_values).clamp(-e_clip, e_clip)
+        loss = torch.maximum(loss, (clipped - returns).square())
+    return loss
+
+
+class PPOAgent:
+    """PPO agent on one device.
+
+    Args:
+        obs_dim, action_dim: sizes of the policy observation and action vectors.
+        num_envs: environments stepped together (first dim of every per-step tensor).
+        config: PPOConfig (defaults: the ASE release's settings).
+        device: torch device for networks and buffers.
+    """
+
+    config_class = PPOConfig
+
+    def __init__(self, obs_dim: int, action_dim: int, num_envs: int,
+                 config: PPOConfig | None = None, device: str | torch.device = "cpu"):
+        self.config = config if config is not None else self.config_class()
+        self.config.validate()
+        cfg = self.config
+        self.obs_dim, self.action_dim, self.num_envs = obs_dim, action_dim, num_envs
+        self.device = torch.device(device)
+        self.batch_size = cfg.horizon_length * num_envs
+        if cfg.minibatch_size > self.batch_size or self.batch_size % cfg.minibatch_size != 0:
+            raise ConfigError(
+                f"agent config key 'minibatch_size': {cfg.minibatch_size} must divide "
+                f"horizon_length * num_envs = {cfg.horizon_length} * {num_envs} = {self.batch_size}")
+
+        seed = cfg.seed if cfg.seed is not None else int(torch.randint(0, 2**62, ()).item())
+        self.rng = torch.Generator(device=self.device)
+        self.rng.manual_seed(seed)
+        # initialise weights from the seed without touching torch's global generator
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            self._build_networks()
+        self.model = nn.ModuleDict(self._modules_to_train()).to(self.device)
+        self.optimizer = torch.optim.Adam(self.model.parameters(), lr=cfg.learning_rate,
+                                          eps=cfg.adam_eps)
+
+        self.obs_norm = RunningMeanStd(obs_dim, clip=cfg.obs_clip).to(self.device)
+        self.value_norm = RunningMeanStd(1).to(self.device)
+        self.reward_norm = RunningMeanStd(1).to(self.device)
+        self.rollout = RolloutBuffer(cfg.horizon_length, num_envs, self._rollout_specs(), self.device)
+        self.epoch = 0  # completed updates
+        self.env_steps = 0  # transitions recorded (num_envs per step)
+        self._last_act: dict[str, torch.Tensor] | None = None
+        self._rand_action_probs = self._build_rand_action_probs()
+
+    # ----------------------------------------------------------------- construction hooks
+    def _build_networks(self) -> None:
+        cfg = self.config
+        self.actor = GaussianActor(self.obs_dim, self.action_dim, cfg.actor_units, cfg.activation,
+                                   cfg.init_log_std, cfg.learn_log_std)
+        self.critic = ValueNet(self.obs_dim, cfg.critic_units, cfg.activation)
+
+    def _modules_to_train(self) -> dict[str, nn.Module]:
+        return {"actor": self.actor, "critic": self.critic}
+
+    def _rollout_specs(self) -> dict[str, tuple[tuple[int, ...], torch.dtype]]:
+        f, b = torch.float32, torch.bool
+        return {"obs": ((self.obs_dim,), f), "actions": ((self.action_dim,), f),
+                "log_prob": ((), f), "values": ((), f), "next_values": ((), f),
+                "rewards": ((), f), "terminated": ((), b), "dones": ((), b)}
+
+    def _build_rand_action_probs(self) -> torch.Tensor:
+        """Per-env probability of sampling (vs acting with the mean), `[num_envs]`; all 1
+        unless the config enables eps-greedy (an AMP/ASE option)."""
+        probs = torch.ones(self.num_envs, device=self.device)
+        if getattr(self.config, "enable_eps_greedy", False) and self.num_envs > 1:
+            env_ids = torch.arange(self.num_envs, device=self.device, dtype=torch.float32)
+            probs = 1.0 - torch.exp(10.0 * (env_ids / (self.num_envs - 1.0) - 1.0))
+            probs[0], probs[-1] = 1.0, 0.0
+        return probs
+
+    # ----------------------------------------------------------------- policy evaluation
+    def _conditioning(self) -> dict[str, torch.Tensor]:
+        """Per-env inputs besides the observation used when acting (ASE: latents)."""
+        return {}
+
+    def _policy_mu(self, obs_n: torch.Tensor, cond: dict[str, torch.Tensor]) -> torch.Tensor:
+        return self.actor(obs_n)
+
+    def _critic_value(self, obs_n: torch.Tensor, cond: dict[str, torch.Tensor]) -> torch.Tensor:
+        """Critic output `[n]`, in normalised units when value normalisation is on."""
+        return self.critic(obs_n)
+
+    @property
+    def log_std(self) -> torch.Tensor:
+        return self.actor.log_std
+
+    def _normalize_obs(self, obs: torch.Tensor) -> torch.Tensor:
+        return self.obs_norm.normalize(obs) if self.config.normalize_input else obs
+
+    def _denormalize_value(self, v: torch.Tensor) -> torch.Tensor:
+        if not self.config.normalize_value:
+            return v
+        return self.value_norm.denormalize(v.unsqueeze(-1)).squeeze(-1)
+
+    @torch.no_grad()
+    def value(self, obs: torch.Tensor, cond: dict[str, torch.Tensor] | None = None) -> torch.Tensor:
+        """V(obs) in reward units, `[n]`."""
+        cond = self._conditioning() if cond is None else cond
+        return self._denormalize_value(self._critic_value(self._normalize_obs(obs), cond))
+
+    @torch.no_grad()
+    def act(self, obs: torch.Tensor, deterministic: bool = False) -> dict[str, torch.Tensor]:
+        """Actions for `obs [num_envs, obs_dim]`.
+
+        Returns dict: actions [N, A], mu [N, A], log_prob [N] (of the returned actions),
+        value [N] (reward units), plus the conditioning (ASE: latents [N, latent_dim]).
+        The result is cached for the next `record_transition`.
+        """
+        cond = self._conditioning()
+        obs_n = self._normalize_obs(obs)
+        mu = self._policy_mu(obs_n, cond)
+        log_std = self.log_std.expand_as(mu)
+        if deterministic:
+            actions = mu
+        else:
+            noise = torch.randn(mu.shape, generator=self.rng, device=mu.device, dtype=mu.dtype)
+            actions = mu + noise * torch.exp(log_std)
+            if mu.shape[0] == self.num_envs and bool((self._rand_action_probs < 1.0).any()):
+                sample = torch.bernoulli(self._rand_action_probs, generator=self.rng).bool()
+                actions = torch.where(sample.unsqueeze(-1), actions, mu)
+        out = {"actions": actions, "mu": mu,
+               "log_prob": gaussian_log_prob(actions, mu, log_std),
+               "value": self._denormalize_value(self._critic_value(obs_n, cond)), **cond}
+        self._last_act = out
+        return out
+
+    # ----------------------------------------------------------------- rollout recording
+    @torch.no_grad()
+    def record_transition(self, obs: torch.Tensor, actions: torch.Tensor, rewards: torch.Tensor,
+                          terminated: torch.Tensor, truncated: torch.Tensor, next_obs: torch.Tensor,
+                          info: dict[str, Any] | None = None,
+                          final_obs: torch.Tensor | None = None) -> None:
+        """Store one step of all envs (call right after the `act` that produced `actions`).
+
+        Args:
+            obs [N, obs_dim]: observation the actions were chosen from.
+            actions [N, A]: the actions sent to the env (`act(...)["actions"]`).
+            rewards [N]: task reward of this step.
+            terminated [N] bool: episode ended by failure/success (no bootstrap).
+            truncated [N] bool: episode cut by the time limit (bootstraps from V(final obs)).
+            next_obs [N, obs_dim]: observation returned by env.step (after auto-reset, if the env
+                resets done envs itself).
+            info: env info dict; `info["final_obs"]` [N, obs_dim] (observation before reset) is
+                used when `final_obs` is not given. AMP agents read `info["amp_obs"]`.
+            final_obs [N, obs_dim]: observation reached by this step *before* any reset; defaults
+                to info["final_obs"], else next_obs (correct when the env does not auto-reset).
+        """
+        info = info or {}
+        if self._last_act is None:
+            raise RuntimeError("record_transition() needs a preceding act() for the same step")
+        act_out = self._last_act
+        if final_obs is None:
+            final_obs = info.get("final_obs", next_obs)
+        terminated = terminated.to(self.device).bool().reshape(self.num_envs)
+        dones = terminated | truncated.to(self.device).bool().reshape(self.num_envs)
+        cond = {k: act_out[k] for k in self._conditioning()}
+        next_values = self.value(final_obs, cond)
+        self.rollout.add(obs=obs, actions=actions, log_prob=act_out["log_prob"],
+                         values=act_out["value"], next_values=next_values,
+                         rewards=rewards.reshape(self.num_envs).float(), terminated=terminated,
+                         dones=dones, **self._extra_step_data(act_out, info))
+        self.env_steps += self.num_envs
+        self._after_step(dones)
+        self._last_act = None
+
+    def _extra_step_data(self, act_out: dict, info: dict) -> dict[str, torch.Tensor]:
+        return {}
+
+    def _after_step(self, dones: torch.Tensor) -> None:
+        """Per-step bookkeeping after a transition (ASE: latent schedule)."""
+
+    @property
+    def ready_to_update(self) -> bool:
+        return self.rollout.full
+
+    # ----------------------------------------------------------------- update
+    def _total_rewards(self, stats: dict[str, float]) -> torch.Tensor:
+        """Rewards `[T, N]` used for returns (AMP/ASE combine task and learnt rewards)."""
+        return self.rollout.data["rewards"]
+
+    def update(self) -> dict[str, float]:
+        """PPO update on the recorded rollout; returns averaged statistics."""
+        if not self.rollout.full:
+            raise RuntimeError(f"update() needs {self.config.horizon_length} recorded steps, "
+                               f"have {self.rollout.step}")
+        cfg = self.config
+        stats: dict[str, float] = {}
+        self._before_update(stats)
+        with torch.no_grad():
+            rewards = self._total_rewards(stats)
+            stats["reward_mean"] = rewards.mean().item()
+            if cfg.normalize_reward:
+                self.reward_norm.update(rewards.reshape(-1, 1))
+                rewards = rewards / torch.sqrt(self.reward_norm.var + self.reward_norm.eps).float()
+            data = self.rollout.data
+            advantages, returns = compute_gae(rewards, data["values"], data["next_values"],
+                                              data["terminated"], data["dones"], cfg.gamma,
+                                              cfg.gae_lambda)
+            batch = self._training_batch(advantages, returns)
+        stats["returns_mean"] = returns.mean().item()
+        stats["advantages_std"] = advantages.std().item()
+
+        sums: dict[str, float] = {}
+        num_steps = 0
+        num_mb = self.batch_size // cfg.minibatch_size
+        self.model.train()
+        for _ in range(cfg.mini_epochs):
+            perm = torch.randperm(self.batch_size, generator=self.rng, device=self.device)
+            for i in range(num_mb):
+                idx = perm[i * cfg.minibatch_size:(i + 1) * cfg.minibatch_size]
+                mb = {k: v[idx] for k, v in batch.items()}
+                loss, mb_stats = self._loss(mb)
+                self.optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                if cfg.truncate_grads:
+                    mb_stats["grad_norm"] = float(
+                        nn.utils.clip_grad_norm_(self.model.parameters(), cfg.grad_norm))
+                self.optimizer.step()
+                for k, v in mb_stats.items():
+                    sums[k] = sums.get(k, 0.0) + float(v)
+                num_steps += 1
+        stats.update({k: v / num_steps for k, v in sums.items()})
+
+        with torch.no_grad():
+            # new statistics apply from the next rollout on, so log-probs stored during this
+            # rollout stay those of the policy that acted
+            if cfg.normalize_input:
+                self.obs_norm.update(self.rollout.flat("obs"))
+            self._after_update(stats)
+        self.rollout.reset()
+        self.epoch += 1
+        stats["epoch"] = float(self.epoch)
+        return stats
+
+    def _before_update(self, stats: dict[str, float]) -> None:
+        """Hook before rewards are computed (AMP: refresh demo samples, normaliser)."""
+
+    def _after_update(self, stats: dict[str, float]) -> None:
+        """Hook after the mini-epochs (AMP: replay buffer)."""
+
+    def _training_batch(self, advantages: torch.Tensor, returns: torch.Tensor) -> dict[str, torch.Tensor]:
+        """Flattened `[T * N, ...]` tensors the loss needs."""
+        cfg = self.config
+        values = self.rollout.flat("values")
+        returns = returns.reshape(-1)
+        if cfg.normalize_value:
+            self.value_norm.update(returns.unsqueeze(-1))
+            values = self.value_norm.normalize(values.unsqueeze(-1)).squeeze(-1)
+            returns = self.value_norm.normalize(returns.unsqueeze(-1)).squeeze(-1)
+        advantages = advantages.reshape(-1)
+        if cfg.normalize_advantage:
+            advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
+        batch = {"obs": self.rollout.flat("obs"), "actions": self.rollout.flat("actions"),
+                 "old_log_prob": self.rollout.flat("log_prob"), "old_values": values,
+                 "returns": returns, "advantages": advantages}
+        batch.update(self._extra_batch())
+        return batch
+
+    def _extra_batch(self) -> dict[str, torch.Tensor]:
+        return {}
+
+    def _loss(self, mb: dict[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, float]]:
+        """PPO loss of one minibatch and its statistics."""
+        cfg = self.config
+        cond = self._batch_conditioning(mb)
+        obs_n = self._normalize_obs(mb["obs"])
+        mu = self._policy_mu(obs_n, cond)
+        log_std = self.log_std.expand_as(mu)
+        log_prob = gaussian_log_prob(mb["actions"], mu, log_std)
+        a_loss, clipped = ppo_actor_loss(log_prob, mb["old_log_prob"], mb["advantages"], cfg.e_clip)
+        values = self._critic_value(obs_n, cond)
+        c_loss = critic_loss(values, mb["old_values"], mb["returns"], cfg.e_clip, cfg.clip_value)
+        entropy = (0.5 + 0.5 * math.log(2 * math.pi) + log_std).sum(-1)
+        b_loss = bounds_loss(mu, cfg.bounds_soft_limit)
+        loss = (a_loss.mean() + cfg.critic_coef * c_loss.mean() - cfg.entropy_coef * entropy.mean()
+                + cfg.bounds_loss_coef * b_loss.mean())
+        with torch.no_grad():
+            approx_kl = (mb["old_log_prob"] - log_prob).mean()
+        stats = {"actor_loss": a_loss.mean().item(), "critic_loss": c_loss.mean().item(),
+                 "bounds_loss": b_loss.mean().item(), "entropy": entropy.mean().item(),
+                 "clip_frac": clipped.float().mean().item(), "approx_kl": approx_kl.item()}
+        extra_loss, extra_stats = self._extra_loss(mb, obs_n, mu, cond)
+        stats.update(extra_stats)
+        return loss + extra_loss, stats
+
+    def _batch_conditioning(self, mb: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        return {}
+
+    def _extra_loss(self, mb: dict[str, torch.Tensor], obs_n: torch.Tensor, mu: torch.Tensor,
+                    cond: dict[str, torch.Tensor]) -> tuple[torch.Tensor | float, dict[str, float]]:
+        return 0.0, {}
+
+    # ----------------------------------------------------------------- checkpoints
+    def state_dict(self) -> dict[str, Any]:
+        """Everything needed to continue training exactly (except the env and its RNG)."""
+        return {
+            "algo": type(self).__name__,
+            "config": self.config.to_dict(),
+            "dims": {"obs_dim": self.obs_dim, "action_dim": self.action_dim, "num_envs": self.num_envs},
+            "model": self.model.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
+            "obs_norm": self.obs_norm.state_dict(),
+            "value_norm": self.value_norm.state_dict(),
+            "reward_norm": self.reward_norm.state_dict(),
+            "epoch": self.epoch,
+            "env_steps": self.env_steps,
+            "rng": self.rng.get_state(),
+            "rollout_step": self.rollout.step,
+            "rollout": {k: v.clone() for k, v in self.rollout.data.items()},
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        if state.get("algo") != type(self).__name__:
+            raise CheckpointError(f"checkpoint holds a {state.get('algo')!r} agent, "
+                                  f"not {type(self).__name__}")
+        dims = {"obs_dim": self.obs_dim, "action_dim": self.action_dim, "num_envs": self.num_envs}
+        if state["dims"] != dims:
+            raise CheckpointError(f"checkpoint dims {state['dims']} do not match this agent's {dims}")
+        try:
+            self.model.load_state_dict(state["model"])
+        except RuntimeError as err:
+            raise CheckpointError(f"checkpoint networks do not fit this agent's config: {err}") from err
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.obs_norm.load_state_dict(state["obs_norm"])
+        self.value_norm.load_state_dict(state["value_norm"])
+        self.reward_norm.load_state_dict(state["reward_norm"])
+        self.epoch, self.env_steps = state["epoch"], state["env_steps"]
+        self.rng.set_state(state["rng"].cpu())
+        self.rollout.step = state["rollout_step"]
+        for k, v in state["rollout"].items():
+            self.rollout.data[k].copy_(v)
+        self._last_act = None
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Write `state_dict()` atomically (temp file in the same folder, then rename)."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
+        os.close(fd)
+        try:
+            torch.save(self.state_dict(), tmp)
+            os.replace(tmp, path)
+        finally:
+            if os.path.exists(tmp):
+                os.remove(tmp)
+
+    def load(self, path: str | os.PathLike) -> None:
+        path = Path(path)
+        if not path.is_file():
+            raise CheckpointError(f"checkpoint file {path} does not exist")
+        try:
+            state = torch.load(path, map_location=self.device, weights_only=False)
+        except Exception as err:  # truncated / not a torch file
+            raise CheckpointError(f"checkpoint file {path} cannot be read: {err}") from err
+        if not isinstance(state, dict) or "model" not in state:
+            raise CheckpointError(f"checkpoint file {path} is not an agent checkpoint")
+        try:
+            self.load_state_dict(state)
+        except CheckpointError as err:
+            raise CheckpointError(f"{path}: {err}") from err
