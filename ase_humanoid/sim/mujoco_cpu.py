@@ -1,0 +1,344 @@
+"""Native MuJoCo backend: every world stepped by `mujoco.rollout` on a pool of C threads.
+
+All worlds live in one float64 array `[N, nstate]` of MuJoCo `mjSTATE_FULLPHYSICS` states (time,
+qpos, qvel, act, ...). A `step(substeps)` is a single `Rollout.rollout` call: the C thread pool
+(GIL released) restores each world's state into a per-thread MjData, applies the PD targets as
+position-actuator controls and runs `substeps` `mj_step`s; the last substep's state becomes the
+new state array. There is no Python loop over worlds anywhere on this path.
+
+Determinism: rollout restores the whole physics state of a world before stepping it and starts
+the constraint solver from a zero warm start at every `step` call, so a world's result depends
+only on its own state and targets: bitwise the same for any thread count or chunking, and a
+world reset by `set_robot_state` evolves exactly like any other world in that state.
+
+Read-back: root/DoF state comes from the final qpos/qvel (quaternions converted w,x,y,z ->
+x,y,z,w here and only here; MuJoCo's body-frame root angular velocity converted to the world
+frame); body poses and velocities are recomputed from them with
+`ase_humanoid.robots.kinematics.body_state_from_qpos`, so they always match the state (MuJoCo's
+own sensors recorded during the rollout lag one substep). Contact forces come from MuJoCo
+contact sensors (one per body, `reduce="netforce"`) of the last substep, i.e. from the
+constraint solve that produced the final velocities.
+
+Blow-ups: MuJoCo's auto-reset is disabled in the scene, so a world whose state turns non-finite
+keeps non-finite values (rollout stops stepping it after the warning) while all other worlds are
+untouched; `set_robot_state` on that world restores it completely.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import mujoco
+import mujoco.rollout
+import torch
+
+from ase_humanoid.errors import ModelError
+from ase_humanoid.robots.kinematics import body_state_from_qpos
+from ase_humanoid.sim.base import (
+    PHYSICS_DT,
+    PropState,
+    SimBackend,
+    SimState,
+    check_shape,
+    resolve_env_ids,
+)
+from ase_humanoid.sim.scene import build_scene
+from ase_humanoid.utils.rotations import quat_rotate, quat_rotate_inverse
+
+_FULLPHYSICS = int(mujoco.mjtState.mjSTATE_FULLPHYSICS)
+_CTRL = int(mujoco.mjtState.mjSTATE_CTRL)
+_WXYZ_FROM_XYZW = [3, 0, 1, 2]
+_XYZW_FROM_WXYZ = [1, 2, 3, 0]
+
+
+class MujocoCpuBackend(SimBackend):
+    """`num_envs` worlds of floor + `robot` + `props`, stepped on `num_threads` native threads."""
+
+    def __init__(self, robot, num_envs: int, props=(), device="cpu", num_threads: int = 1,
+                 dtype=torch.float32):
+        if int(num_envs) < 1:
+            raise ValueError(f"num_envs must be >= 1, got {num_envs}")
+        if int(num_threads) < 1:
+            raise ValueError(f"num_threads must be >= 1, got {num_threads}")
+        self.robot = robot
+        self.num_envs = int(num_envs)
+        self.num_threads = int(num_threads)
+        self.device = torch.device(device)
+        self.dtype = dtype
+        self.physics_dt = PHYSICS_DT
+
+        self._layout = build_scene(robot, props, PHYSICS_DT)
+        model = self._layout.model
+        self.mj_model = model
+        self.prop_names = list(self._layout.prop_names)
+        self._props = {p.name: p for p in props}
+        if model.nu != robot.num_dofs:
+            raise ModelError(
+                f"{robot.mjcf_path}: {model.nu} actuators but {robot.num_dofs} hinge DoFs; "
+                "every DoF needs exactly one position actuator"
+            )
+        self._init_index_maps()
+        self._init_buffers()
+        self._pool = mujoco.rollout.Rollout(nthread=self.num_threads if self.num_threads > 1 else 0)
+        self._thread_data = [mujoco.MjData(model) for _ in range(self.num_threads)]
+        self._models = [model] * self.num_envs
+        self._refresh_from_state(recompute_all=True)
+
+    # ---- construction -------------------------------------------------------------------------
+
+    def _init_index_maps(self):
+        model, layout = self.mj_model, self._layout
+        self._nstate = mujoco.mj_stateSize(model, _FULLPHYSICS)
+        qpos_off = mujoco.mj_stateSize(model, int(mujoco.mjtState.mjSTATE_TIME))
+        qvel_off = qpos_off + model.nq
+        # Column indices into the state array.
+        self._qpos_cols = slice(qpos_off, qpos_off + model.nq)
+        root_q, root_v = qpos_off + layout.root_qpos_adr, qvel_off + layout.root_qvel_adr
+        self._root_pos_cols = np.arange(root_q, root_q + 3)
+        self._root_quat_cols = np.arange(root_q + 3, root_q + 7)  # w, x, y, z
+        self._root_lin_vel_cols = np.arange(root_v, root_v + 3)
+        self._root_ang_vel_cols = np.arange(root_v + 3, root_v + 6)  # body frame in MuJoCo
+        self._dof_pos_cols = qpos_off + layout.dof_qpos_adr
+        self._dof_vel_cols = qvel_off + layout.dof_qvel_adr
+        self._prop_cols = {
+            name: (qpos_off + layout.prop_qpos_adr[name], qvel_off + layout.prop_qvel_adr[name])
+            for name in self.prop_names
+        }
+        self._body_contact_cols = (layout.body_contact_adr[:, None] + np.arange(3)).reshape(-1)
+        self._dof_actuator_ids = layout.dof_actuator_ids
+        self._actuators_in_dof_order = bool(
+            np.array_equal(layout.dof_actuator_ids, np.arange(model.nu))
+        )
+
+    def _init_buffers(self):
+        model = self.mj_model
+        data = mujoco.MjData(model)
+        mujoco.mj_forward(model, data)
+        self._default_state = np.empty(self._nstate)
+        mujoco.mj_getState(model, data, self._default_state, _FULLPHYSICS)
+        # World states and PD targets (actuator order); the rollout reads/writes these in place.
+        self._state = np.tile(self._default_state, (self.num_envs, 1))
+        self._ctrl_targets = np.tile(np.asarray(data.ctrl, dtype=np.float64), (self.num_envs, 1))
+        self._sensordata = np.zeros((self.num_envs, model.nsensordata))  # last substep's
+        self._step_buffers = {}  # substeps -> (control, state_out, sensordata_out)
+
+    def _buffers_for(self, substeps: int):
+        buffers = self._step_buffers.get(substeps)
+        if buffers is None:
+            shape = (self.num_envs, substeps)
+            buffers = (
+                np.empty(shape + (self.mj_model.nu,)),
+                np.empty(shape + (self._nstate,)),
+                np.empty(shape + (self.mj_model.nsensordata,)),
+            )
+            self._step_buffers[substeps] = buffers
+        return buffers
+
+    # ---- stepping -----------------------------------------------------------------------------
+
+    def set_pd_targets(self, targets: torch.Tensor) -> None:
+        targets = check_shape("targets", targets, (self.num_envs, self.robot.num_dofs))
+        values = targets.detach().to("cpu", torch.float64).numpy()
+        if self._actuators_in_dof_order:
+            np.copyto(self._ctrl_targets, values)
+        else:
+            self._ctrl_targets[:, self._dof_actuator_ids] = values
+
+    def step(self, substeps: int = 1) -> None:
+        substeps = int(substeps)
+        if substeps < 1:
+            raise ValueError(f"substeps must be >= 1, got {substeps}")
+        control, state_out, sensordata_out = self._buffers_for(substeps)
+        np.copyto(control, self._ctrl_targets[:, None, :])  # targets held for every substep
+        self._pool.rollout(
+            self._models,
+            self._thread_data,
+            self._state,
+            control,
+            control_spec=_CTRL,
+            skip_checks=True,
+            nstep=substeps,
+            initial_warmstart=None,
+            state=state_out,
+            sensordata=sensordata_out,
+        )
+        np.copyto(self._state, state_out[:, -1])
+        np.copyto(self._sensordata, sensordata_out[:, -1])
+        self._refresh_from_state(recompute_all=True)
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.close()
+            self._pool = None
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:  # interpreter shutdown: nothing left to release
+            pass
+
+    # ---- state read-back ----------------------------------------------------------------------
+
+    def _to_device(self, array: np.ndarray) -> torch.Tensor:
+        return torch.from_numpy(array).to(device=self.device, dtype=self.dtype)
+
+    def _read_free_body(self, pos_cols, quat_cols, lin_cols, ang_cols):
+        """Free-joint state of every world -> (pos, rot xyzw, lin_vel, world ang_vel) tensors."""
+        state = self._state
+        quat_wxyz = torch.from_numpy(state[:, quat_cols])
+        rot64 = quat_wxyz[:, _XYZW_FROM_WXYZ]
+        ang_world = quat_rotate(rot64, torch.from_numpy(state[:, ang_cols]))
+        return (
+            self._to_device(state[:, pos_cols]),
+            rot64.to(device=self.device, dtype=self.dtype),
+            self._to_device(state[:, lin_cols]),
+            ang_world.to(device=self.device, dtype=self.dtype),
+        )
+
+    def _refresh_from_state(self, recompute_all: bool):
+        """Rebuild the SimState/PropState snapshots from the state array and last sensor data."""
+        root_pos, root_rot, root_lin_vel, root_ang_vel = self._read_free_body(
+            self._root_pos_cols, self._root_quat_cols, self._root_lin_vel_cols,
+            self._root_ang_vel_cols,
+        )
+        dof_pos = self._to_device(self._state[:, self._dof_pos_cols])
+        dof_vel = self._to_device(self._state[:, self._dof_vel_cols])
+        contact = -self._to_device(self._sensordata[:, self._body_contact_cols])
+        self._sim_state = self._make_sim_state(
+            root_pos, root_rot, root_lin_vel, root_ang_vel, dof_pos, dof_vel,
+            contact.reshape(self.num_envs, self.robot.num_bodies, 3),
+        )
+        self._prop_states = {name: self._read_prop(name) for name in self.prop_names}
+
+    def _make_sim_state(self, root_pos, root_rot, root_lin_vel, root_ang_vel, dof_pos, dof_vel,
+                        contact_forces) -> SimState:
+        body_pos, body_rot, body_lin_vel, body_ang_vel = body_state_from_qpos(
+            self.robot, root_pos, root_rot, root_lin_vel, root_ang_vel, dof_pos, dof_vel
+        )
+        return SimState(
+            root_pos=root_pos, root_rot=root_rot, root_lin_vel=root_lin_vel,
+            root_ang_vel=root_ang_vel, dof_pos=dof_pos, dof_vel=dof_vel,
+            body_pos=body_pos, body_rot=body_rot, body_lin_vel=body_lin_vel,
+            body_ang_vel=body_ang_vel, contact_forces=contact_forces,
+        )
+
+    def _read_prop(self, name: str) -> PropState:
+        q, v = self._prop_cols[name]
+        pos, rot, lin_vel, ang_vel = self._read_free_body(
+            np.arange(q, q + 3), np.arange(q + 3, q + 7), np.arange(v, v + 3),
+            np.arange(v + 3, v + 6),
+        )
+        adr = self._layout.prop_contact_adr[name]
+        found = self._sensordata[:, adr]
+        return PropState(
+            pos=pos, rot=rot, lin_vel=lin_vel, ang_vel=ang_vel,
+            contact_force=-self._to_device(self._sensordata[:, adr + 1: adr + 4]),
+            in_contact=torch.from_numpy(found > 0).to(self.device),
+        )
+
+    @property
+    def state(self) -> SimState:
+        """Snapshot of the humanoid state; `step`/`set_robot_state` replace it with new tensors."""
+        return self._sim_state
+
+    def prop_state(self, name: str) -> PropState:
+        self._check_prop_name(name)
+        return self._prop_states[name]
+
+    def qpos_for_render(self, env_id: int) -> np.ndarray:
+        env_id = int(env_id)
+        if not 0 <= env_id < self.num_envs:
+            raise ValueError(f"env_id must lie in [0, {self.num_envs}), got {env_id}")
+        return self._state[env_id, self._qpos_cols].copy()
+
+    # ---- state writes -------------------------------------------------------------------------
+
+    def _check_prop_name(self, name: str):
+        if name not in self._prop_cols:
+            raise KeyError(f"unknown prop {name!r}; valid props: {self.prop_names}")
+
+    def _repair_non_finite(self, ids: np.ndarray):
+        """Worlds among `ids` whose state went non-finite restart from the model's default state
+        (props parked), so nothing of the blow-up survives the caller's new robot state."""
+        rows = self._state[ids]
+        broken = ids[~np.isfinite(rows).all(axis=1)]
+        if broken.size:
+            self._state[broken] = self._default_state
+
+    def _write_free_body(self, ids, pos_cols, quat_cols, lin_cols, ang_cols, pos, rot, lin_vel,
+                         ang_vel):
+        rot64 = rot.detach().to("cpu", torch.float64)
+        ang_local = quat_rotate_inverse(rot64, ang_vel.detach().to("cpu", torch.float64))
+        self._state[np.ix_(ids, pos_cols)] = pos.detach().to("cpu", torch.float64).numpy()
+        self._state[np.ix_(ids, quat_cols)] = rot64[:, _WXYZ_FROM_XYZW].numpy()
+        self._state[np.ix_(ids, lin_cols)] = lin_vel.detach().to("cpu", torch.float64).numpy()
+        self._state[np.ix_(ids, ang_cols)] = ang_local.numpy()
+
+    def set_robot_state(self, env_ids, root_pos, root_rot, root_lin_vel, root_ang_vel, dof_pos,
+                        dof_vel) -> None:
+        ids_t = resolve_env_ids(env_ids, self.num_envs)
+        n, num_dofs = ids_t.numel(), self.robot.num_dofs
+        root_pos = check_shape("root_pos", root_pos, (n, 3))
+        root_rot = check_shape("root_rot", root_rot, (n, 4))
+        root_lin_vel = check_shape("root_lin_vel", root_lin_vel, (n, 3))
+        root_ang_vel = check_shape("root_ang_vel", root_ang_vel, (n, 3))
+        dof_pos = check_shape("dof_pos", dof_pos, (n, num_dofs))
+        dof_vel = check_shape("dof_vel", dof_vel, (n, num_dofs))
+        if n == 0:
+            return
+        ids = ids_t.numpy()
+        self._repair_non_finite(ids)
+        self._write_free_body(
+            ids, self._root_pos_cols, self._root_quat_cols, self._root_lin_vel_cols,
+            self._root_ang_vel_cols, root_pos, root_rot, root_lin_vel, root_ang_vel,
+        )
+        self._state[np.ix_(ids, self._dof_pos_cols)] = dof_pos.detach().to("cpu", torch.float64).numpy()
+        self._state[np.ix_(ids, self._dof_vel_cols)] = dof_vel.detach().to("cpu", torch.float64).numpy()
+        # No contact has been solved for the new pose yet.
+        self._sensordata[ids] = 0.0
+
+        # New snapshot: the set values verbatim for `ids` (exact round trip), bodies recomputed.
+        old = self._sim_state
+        dev_ids = ids_t.to(self.device)
+
+        def put(current, new):
+            return current.index_copy(0, dev_ids, new.detach().to(self.device, self.dtype))
+
+        new_root = [put(old.root_pos, root_pos), put(old.root_rot, root_rot),
+                    put(old.root_lin_vel, root_lin_vel), put(old.root_ang_vel, root_ang_vel),
+                    put(old.dof_pos, dof_pos), put(old.dof_vel, dof_vel)]
+        contact = old.contact_forces.index_fill(0, dev_ids, 0.0)
+        self._sim_state = self._make_sim_state(*new_root, contact)
+        # Repaired worlds may have had their props reset too.
+        self._prop_states = {name: self._read_prop(name) for name in self.prop_names}
+
+    def set_prop_state(self, name, env_ids, pos, rot, lin_vel, ang_vel) -> None:
+        self._check_prop_name(name)
+        ids_t = resolve_env_ids(env_ids, self.num_envs)
+        n = ids_t.numel()
+        pos = check_shape(f"{name} pos", pos, (n, 3))
+        rot = check_shape(f"{name} rot", rot, (n, 4))
+        lin_vel = check_shape(f"{name} lin_vel", lin_vel, (n, 3))
+        ang_vel = check_shape(f"{name} ang_vel", ang_vel, (n, 3))
+        if n == 0:
+            return
+        ids = ids_t.numpy()
+        q, v = self._prop_cols[name]
+        self._write_free_body(
+            ids, np.arange(q, q + 3), np.arange(q + 3, q + 7), np.arange(v, v + 3),
+            np.arange(v + 3, v + 6), pos, rot, lin_vel, ang_vel,
+        )
+        adr = self._layout.prop_contact_adr[name]
+        self._sensordata[ids, adr: adr + 4] = 0.0
+
+        old = self._prop_states[name]
+        dev_ids = ids_t.to(self.device)
+
+        def put(current, new):
+            return current.index_copy(0, dev_ids, new.detach().to(self.device, self.dtype))
+
+        self._prop_states[name] = PropState(
+            pos=put(old.pos, pos), rot=put(old.rot, rot), lin_vel=put(old.lin_vel, lin_vel),
+            ang_vel=put(old.ang_vel, ang_vel),
+            contact_force=old.contact_force.index_fill(0, dev_ids, 0.0),
+            in_contact=old.in_contact.index_fill(0, dev_ids, False),
+        )
