@@ -1,0 +1,184 @@
+"""train.py's body: build env and agent from the config, then train or evaluate."""
+
+from __future__ import annotations
+
+import datetime
+import random
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from omegaconf import DictConfig, OmegaConf
+
+from ase_humanoid import PROJECT_ROOT
+from ase_humanoid.config import compose_config
+from ase_humanoid.errors import CheckpointError, ConfigError
+from ase_humanoid.utils import distributed as dist_utils
+from ase_humanoid.utils.checkpoint import load_checkpoint
+
+ALGOS = ("ppo", "amp", "ase", "hrl")
+
+
+def seed_everything(seed: int) -> None:
+    random.seed(seed)
+    np.random.seed(seed)
+    torch.manual_seed(seed)
+
+
+def resolve_path(path: str | None) -> str | None:
+    """Paths in configs are relative to the working directory, else to the project root."""
+    if path is None:
+        return None
+    p = Path(path).expanduser()
+    if p.is_absolute() or p.exists():
+        return str(p)
+    return str(PROJECT_ROOT / p)
+
+
+def motion_file_for(cfg: DictConfig) -> str | None:
+    if cfg.motion_file is not None:
+        return resolve_path(cfg.motion_file)
+    defaults = cfg.task.get("motion_file")
+    if defaults is None:
+        return None
+    if isinstance(defaults, str):
+        return resolve_path(defaults)
+    if cfg.robot not in defaults:
+        raise ConfigError(f"task {cfg.task.name} has no default motion_file for robot '{cfg.robot}' "
+                          f"(known: {', '.join(defaults.keys())}); pass motion_file=...")
+    return resolve_path(defaults[cfg.robot])
+
+
+def build_env(cfg: DictConfig, rank: int = 0):
+    from ase_humanoid.envs import make_env
+
+    env_options = OmegaConf.to_container(cfg.task.env, resolve=True) if "env" in cfg.task else {}
+    return make_env(
+        cfg.task.name,
+        num_envs=int(cfg.num_envs),
+        robot=cfg.robot,
+        motion_file=motion_file_for(cfg),
+        sim=cfg.sim,
+        device=str(cfg.device),
+        num_threads=int(cfg.num_threads),
+        seed=int(cfg.seed) + 1000 * rank,
+        **env_options,
+        **_task_extra_env_options(cfg),
+    )
+
+
+def _task_extra_env_options(cfg: DictConfig) -> dict[str, Any]:
+    """Hierarchical tasks need the low-level controller's control rate; nothing else does."""
+    return {}
+
+
+def agent_config(cfg: DictConfig, num_envs: int, rank: int = 0):
+    """The agent's dataclass config from cfg.train.params; `minibatch_size: auto` -> batch / 8."""
+    from ase_humanoid.agents import config as agent_cfg
+
+    algo = cfg.train.algo
+    classes = {"ppo": agent_cfg.PPOConfig, "amp": agent_cfg.AMPConfig, "ase": agent_cfg.ASEConfig}
+    if algo == "hrl":
+        from ase_humanoid.agents.hrl import HRLConfig
+
+        classes["hrl"] = HRLConfig
+    if algo not in classes:
+        raise ConfigError(f"unknown train.algo '{algo}'; valid choices: {', '.join(ALGOS)}")
+    params = OmegaConf.to_container(cfg.train.params, resolve=True)
+    horizon = params.get("horizon_length", classes[algo]().horizon_length)
+    if params.get("minibatch_size") == "auto":
+        # The release uses 8 minibatches per mini-epoch (16384 of 4096 envs x 32 steps).
+        batch = horizon * num_envs
+        params["minibatch_size"] = batch // 8 if batch % 8 == 0 else batch
+    params["seed"] = int(cfg.seed) + 1000 * rank
+    return agent_cfg.from_dict(classes[algo], params)
+
+
+def build_agent(cfg: DictConfig, env, rank: int = 0):
+    from ase_humanoid.agents.amp import AMPAgent
+    from ase_humanoid.agents.ase import ASEAgent
+    from ase_humanoid.agents.ppo import PPOAgent
+
+    config = agent_config(cfg, env.num_envs, rank)
+    obs_dim = env.observation_space.shape[-1]
+    action_dim = env.action_space.shape[-1]
+    algo = cfg.train.algo
+    if algo == "ppo":
+        return PPOAgent(obs_dim, action_dim, env.num_envs, config, env.device)
+    amp_obs_dim = env.amp_observation_space.shape[-1]
+    if algo == "amp":
+        return AMPAgent(obs_dim, action_dim, amp_obs_dim, env.num_envs, env.fetch_amp_obs_demo, config, env.device)
+    if algo == "ase":
+        return ASEAgent(obs_dim, action_dim, amp_obs_dim, env.num_envs, env.fetch_amp_obs_demo, config, env.device)
+    from ase_humanoid.agents.hrl import HRLAgent
+
+    return HRLAgent.from_llc_checkpoint(resolve_path(cfg.llc_checkpoint), env, config, device=env.device)
+
+
+def make_run_dir(cfg: DictConfig) -> Path:
+    if cfg.run_dir is not None:
+        return Path(cfg.run_dir)
+    stamp = datetime.datetime.now().strftime("%Y%m%d_%H%M%S")
+    return Path("runs") / f"{cfg.task.name}_{stamp}"
+
+
+def run(argv: list[str]) -> None:
+    cfg = compose_config(argv)
+    rank, world_size = dist_utils.init_from_env(str(cfg.device))
+    if world_size > 1 and str(cfg.device).startswith("cuda"):
+        OmegaConf.set_struct(cfg, False)
+        cfg.device = f"cuda:{dist_utils.local_rank()}"
+        OmegaConf.set_struct(cfg, True)
+    seed_everything(int(cfg.seed) + 1000 * rank)
+    if cfg.test:
+        from ase_humanoid.evaluate import evaluate
+
+        evaluate(cfg)
+        return
+    train(cfg, rank, world_size)
+
+
+def train(cfg: DictConfig, rank: int = 0, world_size: int = 1) -> Path:
+    from ase_humanoid.runner import Runner
+    from ase_humanoid.utils.logger import TrainingLogger
+
+    resume_from = None
+    run_dir = make_run_dir(cfg)
+    if cfg.resume:
+        resume_from = Path(resolve_path(cfg.checkpoint)) if cfg.checkpoint else run_dir / "latest.pt"
+        if resume_from.is_dir():
+            resume_from = resume_from / "latest.pt"
+        if not resume_from.is_file():
+            raise CheckpointError(f"resume=true but there is no checkpoint at '{resume_from}' "
+                                  "(give run_dir=<run folder> or checkpoint=<file>)")
+        run_dir = resume_from.parent
+    is_main = rank == 0
+    env = build_env(cfg, rank)
+    agent = build_agent(cfg, env, rank)
+    if world_size > 1:
+        dist_utils.wrap_agent_for_distributed(agent)
+    resolved = OmegaConf.to_container(cfg, resolve=True)
+    runner = Runner(env, agent, run_dir, resolved, max_epochs=int(cfg.max_epochs),
+                    save_every=int(cfg.save_every), is_main=is_main)
+    if resume_from is not None:
+        runner.resume(resume_from)
+        print(f"resumed from {resume_from} at epoch {runner.epoch}", flush=True)
+    elif cfg.checkpoint:
+        # Start a new run from the weights of an earlier one (agent only; fresh env and counters).
+        agent.load_state_dict(load_checkpoint(resolve_path(cfg.checkpoint), env.device)["agent"])
+    if is_main:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        OmegaConf.save(cfg, run_dir / "config.yaml", resolve=True)
+        print(f"run folder: {run_dir}  task={cfg.task.name} algo={cfg.train.algo} robot={cfg.robot} "
+              f"sim={cfg.sim} device={cfg.device} num_envs={cfg.num_envs} world_size={world_size}", flush=True)
+    logger = TrainingLogger(run_dir, int(cfg.max_epochs), enabled=is_main)
+    try:
+        runner.learn(logger)
+    finally:
+        logger.close()
+        close = getattr(env, "close", None)
+        if close is not None:
+            close()
+    return run_dir
+

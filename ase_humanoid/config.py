@@ -1,0 +1,130 @@
+"""Hydra config composition with strict validation and machine-dependent defaults.
+
+`compose_config(["task=HumanoidASE", "num_envs=16"])` returns the resolved run config. Unknown
+keys, unknown group choices and wrong value types raise ConfigError naming the key and the
+valid choices (Hydra's own message for an unknown key does not list them).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from omegaconf import DictConfig, OmegaConf
+
+from ase_humanoid import CFG_DIR
+from ase_humanoid.errors import ConfigError
+
+CONFIG_GROUPS = ("task", "train")
+SIM_CHOICES = ("auto", "mujoco", "mujoco_warp", "isaacgym")
+
+
+def group_choices(group: str, cfg_dir: Path = CFG_DIR) -> list[str]:
+    return sorted(p.stem for p in (cfg_dir / group).glob("*.yaml"))
+
+
+def _split_override(override: str) -> tuple[str, str]:
+    if "=" not in override:
+        raise ConfigError(f"override '{override}' is not of the form key=value")
+    key, value = override.split("=", 1)
+    key = key.strip()
+    if key.startswith(("+", "~")):
+        raise ConfigError(f"override '{override}': adding or deleting keys is not allowed; use an existing key")
+    return key, value
+
+
+def _flat_keys(node, prefix: str = "") -> list[str]:
+    keys = []
+    if isinstance(node, DictConfig):
+        for k in node.keys():
+            path = f"{prefix}{k}"
+            keys.append(path)
+            keys.extend(_flat_keys(node._get_node(k), path + "."))
+    return keys
+
+
+def _check_key(key: str, cfg: DictConfig) -> None:
+    parts = key.split(".")
+    node = cfg
+    for depth, part in enumerate(parts):
+        if not isinstance(node, DictConfig) or part not in node:
+            where = ".".join(parts[:depth]) or "the top level"
+            valid = sorted(node.keys()) if isinstance(node, DictConfig) else []
+            raise ConfigError(f"unknown config key '{key}': '{part}' is not a key of {where}; valid keys there: {', '.join(map(str, valid))}")
+        node = node._get_node(part)
+
+
+def compose_config(overrides: list[str] | tuple[str, ...] = (), cfg_dir: Path = CFG_DIR) -> DictConfig:
+    """Compose cfg/config.yaml with `overrides`, validate, and resolve `auto` values."""
+    from hydra import compose, initialize_config_dir
+    from hydra.core.global_hydra import GlobalHydra
+
+    pairs = [_split_override(o) for o in overrides]
+    group_overrides = {k: v for k, v in pairs if k in CONFIG_GROUPS}
+    for group, choice in group_overrides.items():
+        valid = group_choices(group, cfg_dir)
+        if choice not in valid:
+            raise ConfigError(f"unknown {group} '{choice}'; valid choices: {', '.join(valid)}")
+
+    GlobalHydra.instance().clear()
+    with initialize_config_dir(config_dir=str(cfg_dir), version_base=None):
+        base = compose(config_name="config", overrides=[f"{k}={v}" for k, v in group_overrides.items()])
+        if "train" not in group_overrides:
+            # Each task names the algorithm it trains with by default (ASE for HumanoidASE, ...).
+            default_train = base.task.get("default_train")
+            if default_train:
+                group_overrides["train"] = default_train
+                base = compose(config_name="config", overrides=[f"{k}={v}" for k, v in group_overrides.items()])
+        for key, _ in pairs:
+            if key not in CONFIG_GROUPS:
+                _check_key(key, base)
+        try:
+            cfg = compose(config_name="config", overrides=[f"{k}={v}" for k, v in pairs if k not in CONFIG_GROUPS]
+                          + [f"{k}={v}" for k, v in group_overrides.items()])
+        except Exception as exc:  # Hydra/OmegaConf type errors
+            raise ConfigError(f"invalid override: {exc}") from exc
+    GlobalHydra.instance().clear()
+    OmegaConf.set_struct(cfg, False)
+    resolve_auto(cfg)
+    OmegaConf.set_struct(cfg, True)
+    return cfg
+
+
+def _cuda_available() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
+def _warp_installed() -> bool:
+    try:
+        import mujoco_warp  # noqa: F401
+        import warp  # noqa: F401
+    except Exception:
+        return False
+    return True
+
+
+def resolve_auto(cfg: DictConfig) -> None:
+    """Fill `auto` values: GPU + MuJoCo Warp -> mujoco_warp with 4096 envs, else CPU MuJoCo."""
+    if cfg.sim not in SIM_CHOICES:
+        raise ConfigError(f"unknown sim '{cfg.sim}'; valid choices: {', '.join(SIM_CHOICES)}")
+    gpu = _cuda_available()
+    if cfg.device == "auto":
+        cfg.device = "cuda" if gpu else "cpu"
+    if cfg.sim == "auto":
+        cfg.sim = "mujoco_warp" if (str(cfg.device).startswith("cuda") and _warp_installed()) else "mujoco"
+    if cfg.num_threads == "auto":
+        cfg.num_threads = os.cpu_count() or 1
+    if cfg.num_envs == "auto":
+        if cfg.sim == "mujoco_warp" and str(cfg.device).startswith("cuda"):
+            cfg.num_envs = 4096
+        else:
+            # About 64 worlds per core keeps the C threads busy without starving the update.
+            cfg.num_envs = int(min(512, 64 * (os.cpu_count() or 1)))
+    for key in ("num_envs", "num_threads", "seed", "max_epochs"):
+        value = cfg[key]
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise ConfigError(f"config key '{key}' must be an integer, got {value!r}")
+        if key != "seed" and value <= 0:
+            raise ConfigError(f"config key '{key}' must be positive, got {value}")

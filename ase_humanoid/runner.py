@@ -1,0 +1,166 @@
+"""The rollout/training loop, apart from the algorithms: env steps -> agent -> update -> log/save.
+
+One epoch = `horizon_length` control steps in every env, then one agent update. After every epoch
+`latest.pt` is written atomically; every `save_every` epochs also `epoch_<n>.pt`. A checkpoint
+holds the agent (networks, optimisers, normalisers, buffers, latents), the env's state (physics
+state of every world, episode counters, AMP history) and every RNG, so `resume=true` continues
+exactly where the run stopped.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from ase_humanoid.utils.checkpoint import load_checkpoint, save_checkpoint
+from ase_humanoid.utils.logger import TrainingLogger
+
+
+def rng_state() -> dict[str, Any]:
+    return {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state(),
+            "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None}
+
+
+def set_rng_state(state: dict[str, Any]) -> None:
+    random.setstate(state["python"])
+    np.random.set_state(state["numpy"])
+    torch.set_rng_state(state["torch"])
+    if state.get("cuda") is not None and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(state["cuda"])
+
+
+@dataclass
+class EpisodeTracker:
+    """Running means of finished episodes' return and length (for logs and evaluation)."""
+
+    returns: list[float] = field(default_factory=list)
+    lengths: list[float] = field(default_factory=list)
+    falls: list[float] = field(default_factory=list)
+
+    def add(self, info: dict, terminated: torch.Tensor, truncated: torch.Tensor) -> None:
+        episode = info.get("episode")
+        if not episode:
+            return
+        done = episode.get("done", terminated | truncated)
+        if not bool(done.any()):
+            return
+        self.returns.extend(episode["return"][done].tolist())
+        self.lengths.extend(episode["length"][done].float().tolist())
+        self.falls.extend(terminated[done].float().tolist())
+
+    def pop_means(self) -> dict[str, float]:
+        if not self.lengths:
+            return {}
+        out = {"episode/return": float(np.mean(self.returns)), "episode/length": float(np.mean(self.lengths)),
+               "episode/fall_rate": float(np.mean(self.falls)), "episode/count": float(len(self.lengths))}
+        self.returns, self.lengths, self.falls = [], [], []
+        return out
+
+
+class Runner:
+    """Drives `env` and `agent` for training; owns checkpoints and logging.
+
+    Args:
+        env: a humanoid env (`reset`, `step`, `state_dict`/`load_state_dict`).
+        agent: PPO/AMP/ASE/HRL agent (`act`, `record_transition`, `update`, `state_dict`).
+        run_dir: folder for checkpoints, TensorBoard events and the resolved config.
+        config: resolved run config (a plain dict), stored in every checkpoint.
+        is_main: rank 0 of a distributed run (logs and saves); True when not distributed.
+    """
+
+    def __init__(self, env, agent, run_dir: str | Path, config: dict, max_epochs: int,
+                 save_every: int = 50, is_main: bool = True):
+        self.env, self.agent = env, agent
+        self.run_dir = Path(run_dir)
+        self.config = config
+        self.max_epochs = max_epochs
+        self.save_every = save_every
+        self.is_main = is_main
+        self.epoch = 0
+        self.global_step = 0
+        self.obs: torch.Tensor | None = None
+        self.episodes = EpisodeTracker()
+
+    # ------------------------------------------------------------------ checkpoints
+    def state_dict(self) -> dict[str, Any]:
+        return {
+            "format": "ase_humanoid/1",
+            "epoch": self.epoch,
+            "global_step": self.global_step,
+            "config": self.config,
+            "agent": self.agent.state_dict(),
+            "env": self.env.state_dict(),
+            "obs": self.obs,
+            "rng": rng_state(),
+        }
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.agent.load_state_dict(state["agent"])
+        self.env.load_state_dict(state["env"])
+        self.obs = state["obs"].to(self.env.device) if state.get("obs") is not None else None
+        self.epoch, self.global_step = state["epoch"], state["global_step"]
+        set_rng_state(state["rng"])
+
+    def save(self) -> None:
+        if not self.is_main:
+            return
+        state = self.state_dict()
+        save_checkpoint(state, self.run_dir / "latest.pt")
+        if self.save_every > 0 and self.epoch % self.save_every == 0:
+            save_checkpoint(state, self.run_dir / f"epoch_{self.epoch:06d}.pt")
+
+    def resume(self, path: str | Path) -> None:
+        self.load_state_dict(load_checkpoint(path, map_location=self.env.device))
+
+    # ------------------------------------------------------------------ training
+    def collect_rollout(self) -> dict[str, float]:
+        """Step every env `horizon_length` times, recording transitions; returns timings."""
+        timings = {"time/sim_and_obs": 0.0, "time/inference": 0.0, "time/record": 0.0}
+        horizon = self.agent.config.horizon_length
+        for _ in range(horizon):
+            t0 = time.perf_counter()
+            act_out = self.agent.act(self.obs)
+            t1 = time.perf_counter()
+            next_obs, reward, terminated, truncated, info = self.env.step(act_out["actions"])
+            t2 = time.perf_counter()
+            self.agent.record_transition(self.obs, act_out["actions"], reward, terminated, truncated,
+                                         next_obs, info)
+            self.episodes.add(info, terminated, truncated)
+            self.obs = next_obs
+            t3 = time.perf_counter()
+            timings["time/inference"] += t1 - t0
+            timings["time/sim_and_obs"] += t2 - t1
+            timings["time/record"] += t3 - t2
+        self.global_step += horizon * self.env.num_envs
+        return timings
+
+    def learn(self, logger: TrainingLogger | None = None) -> dict[str, float]:
+        """Train until `max_epochs`; returns the last epoch's statistics."""
+        if self.obs is None:
+            self.obs = self.env.reset()
+        stats: dict[str, float] = {}
+        while self.epoch < self.max_epochs:
+            t_start = time.perf_counter()
+            timings = self.collect_rollout()
+            t_update = time.perf_counter()
+            stats = self.agent.update()
+            t_end = time.perf_counter()
+            self.epoch += 1
+            stats = dict(stats)
+            stats.update(timings)
+            stats.update(self.episodes.pop_means())
+            stats["time/update"] = t_end - t_update
+            stats["perf/samples_per_s"] = self.agent.config.horizon_length * self.env.num_envs / (t_end - t_start)
+            nonfinite = getattr(self.env, "nonfinite_reset_count", None)
+            if nonfinite is not None:
+                stats["env/nonfinite_resets"] = float(nonfinite)
+            self.save()
+            if logger is not None:
+                logger.log(self.epoch, self.global_step, stats)
+        return stats
