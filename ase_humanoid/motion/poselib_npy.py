@@ -1,0 +1,287 @@
+"""Poselib SkeletonMotion / SkeletonState .npy files (the clip format of the ASE and IsaacGymEnvs
+releases), read and written without poselib and without trusting the pickle inside.
+
+Layout of such a file: a .npy holding a 0-d object array whose item is an (Ordered)dict
+
+    rotation                 {arr: [T, J, 4] xyzw (SkeletonState: [J, 4]), context: {dtype}}
+    root_translation         {arr: [T, 3] (SkeletonState: [3]), context: {dtype}}
+    global_velocity          {arr: [T, J, 3], ...}          SkeletonMotion only
+    global_angular_velocity  {arr: [T, J, 3], ...}          SkeletonMotion only
+    skeleton_tree            {node_names: list[str], parent_indices: {arr: [J] int64, ...},
+                              local_translation: {arr: [J, 3], ...}}
+    is_local                 bool: rotations local to the parent (else world rotations)
+    fps                      SkeletonMotion only: int, float or 0-d array
+    __name__                 'SkeletonMotion' or 'SkeletonState'
+
+Reading goes through `RestrictedUnpickler`, which rebuilds only numpy arrays/dtypes/scalars,
+OrderedDict and plain builtin containers; any other class referenced by the pickle is refused
+with MotionFileError before anything is called. Writing produces the same structure, naming
+numpy's pickle helpers by their pre-2.0 module path (numpy.core.multiarray), so poselib on old
+numpy reads the files too; numpy 2 still resolves that path.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import pickle
+from collections import OrderedDict
+from pathlib import Path
+
+import numpy as np
+import torch
+from numpy.lib import format as npy_format
+
+from ase_humanoid.errors import MotionFileError
+from ase_humanoid.motion.clip import MotionClip
+from ase_humanoid.motion.skeleton import Skeleton
+from ase_humanoid.utils import rotations as rot
+
+MOTION = "SkeletonMotion"
+STATE = "SkeletonState"
+# fps given to the single-frame clip a SkeletonState becomes (the file has none; a one-frame
+# clip's duration is 0 whatever it is).
+STATE_FPS = 30.0
+
+_numpy_multiarray = getattr(np, "_core", None) or np.core  # numpy 2 / numpy 1
+_numpy_multiarray = _numpy_multiarray.multiarray
+
+_ALLOWED_BUILTINS = {
+    "list", "dict", "tuple", "set", "frozenset", "int", "float", "complex", "bool", "str",
+    "bytes", "bytearray", "slice", "range",
+}
+
+
+def _allowed_globals() -> dict[tuple[str, str], object]:
+    allowed = {
+        ("collections", "OrderedDict"): OrderedDict,
+        ("numpy", "ndarray"): np.ndarray,
+        ("numpy", "dtype"): np.dtype,
+        # protocol-2 pickles written by Python 3 store bytes via _codecs.encode(str, 'latin1')
+        ("_codecs", "encode"): __import__("codecs").encode,
+    }
+    for module in ("numpy.core.multiarray", "numpy._core.multiarray"):
+        allowed[(module, "_reconstruct")] = _numpy_multiarray._reconstruct
+        allowed[(module, "scalar")] = _numpy_multiarray.scalar
+    for name in _ALLOWED_BUILTINS:
+        allowed[("builtins", name)] = getattr(__import__("builtins"), name)
+        allowed[("__builtin__", name)] = getattr(__import__("builtins"), name)
+    return allowed
+
+
+class RestrictedUnpickler(pickle.Unpickler):
+    """Unpickler that resolves only the globals poselib files use; anything else is refused."""
+
+    _allowed = _allowed_globals()
+
+    def __init__(self, file, source: str):
+        super().__init__(file)
+        self._source = source
+
+    def find_class(self, module: str, name: str):
+        try:
+            return self._allowed[(module, name)]
+        except KeyError:
+            raise MotionFileError(
+                f"{self._source}: refusing to load: the pickle references {module}.{name}, which is not "
+                "a numpy array, dtype, OrderedDict or builtin container (poselib files use nothing else)"
+            ) from None
+
+    def persistent_load(self, pid):
+        raise MotionFileError(f"{self._source}: refusing to load: the pickle uses persistent ids")
+
+
+# ------------------------------------------------------------------------------------ reading
+def read_poselib_dict(path) -> dict:
+    """The raw dict stored in a poselib .npy, unpickled with RestrictedUnpickler."""
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise MotionFileError(f"{path}: no such motion file") from None
+    except OSError as err:
+        raise MotionFileError(f"{path}: cannot read motion file: {err}") from None
+    if not raw:
+        raise MotionFileError(f"{path}: file is empty")
+    stream = io.BytesIO(raw)
+    try:
+        version = npy_format.read_magic(stream)
+        read_header = npy_format.read_array_header_1_0 if version == (1, 0) else npy_format.read_array_header_2_0
+        shape, _, dtype = read_header(stream)
+    except Exception as err:  # numpy raises ValueError / EOFError with its own wording
+        raise MotionFileError(f"{path}: not a .npy file ({err})") from None
+    if dtype != np.dtype(object):
+        raise MotionFileError(
+            f"{path}: holds a plain {dtype} array of shape {shape}, not a pickled poselib SkeletonMotion/SkeletonState dict"
+        )
+    try:
+        stored = RestrictedUnpickler(stream, str(path)).load()
+    except MotionFileError:
+        raise
+    except Exception as err:  # truncated or corrupt pickle stream
+        raise MotionFileError(f"{path}: corrupt or truncated pickle data ({type(err).__name__}: {err})") from None
+    content = stored.item() if isinstance(stored, np.ndarray) and stored.size == 1 else stored
+    if not isinstance(content, dict):
+        raise MotionFileError(f"{path}: expected a poselib dict inside the .npy, found {type(content).__name__}")
+    return content
+
+
+def load_poselib(path, dtype: torch.dtype | None = torch.float32) -> MotionClip:
+    """Read a SkeletonMotion (clip) or SkeletonState (single-frame clip at STATE_FPS).
+
+    dtype: floating dtype of the clip's tensors; None keeps the file's (float32 or float64).
+    World rotations (is_local False) are converted to local ones. Stored velocities are kept;
+    a SkeletonState gets zero velocities.
+    """
+    path = Path(path)
+    content = read_poselib_dict(path)
+    try:
+        return _clip_from_dict(content, dtype)
+    except MotionFileError as err:
+        raise MotionFileError(f"{path}: {err}") from None
+
+
+def _clip_from_dict(content: dict, dtype: torch.dtype | None) -> MotionClip:
+    kind = content.get("__name__", MOTION if "fps" in content else STATE)
+    if kind not in (MOTION, STATE):
+        raise MotionFileError(f"__name__ is {kind!r}, expected {MOTION!r} or {STATE!r}")
+    for key in ("rotation", "root_translation", "skeleton_tree", "is_local"):
+        if key not in content:
+            raise MotionFileError(f"missing key {key!r} (keys: {sorted(map(str, content))})")
+    rotation = _tensor(content["rotation"], "rotation")
+    dtype = dtype or (rotation.dtype if rotation.is_floating_point() else torch.float32)
+    skeleton = _skeleton_from_tree(content["skeleton_tree"], dtype)
+    rotation = rotation.to(dtype)
+    root_translation = _tensor(content["root_translation"], "root_translation").to(dtype)
+    num_joints = skeleton.num_joints
+    if kind == STATE:
+        _check_shape(rotation, (num_joints, 4), "rotation", f"[{num_joints}, 4]")
+        _check_shape(root_translation, (3,), "root_translation", "[3]")
+        rotation, root_translation = rotation.unsqueeze(0), root_translation.unsqueeze(0)
+    else:
+        _check_shape(rotation, (None, num_joints, 4), "rotation", f"[T, {num_joints}, 4]")
+        _check_shape(root_translation, (rotation.shape[0], 3), "root_translation", f"[{rotation.shape[0]}, 3]")
+    if not torch.isfinite(rotation).all():
+        raise MotionFileError("rotation contains NaN or inf")
+    if not bool(content["is_local"]):
+        rotation = _world_to_local(skeleton, rot.quat_normalize(rotation))
+
+    if kind == STATE:
+        return MotionClip(skeleton, rotation, root_translation, STATE_FPS)
+    if "fps" not in content:
+        raise MotionFileError("SkeletonMotion has no 'fps'")
+    velocities = [None, None]
+    for i, key in enumerate(("global_velocity", "global_angular_velocity")):
+        if key in content:
+            velocities[i] = _tensor(content[key], key).to(dtype)
+    fps = content["fps"]
+    fps = fps.item() if isinstance(fps, np.ndarray) and fps.size == 1 else fps
+    return MotionClip(skeleton, rotation, root_translation, fps, *velocities)
+
+
+def _skeleton_from_tree(tree, dtype: torch.dtype) -> Skeleton:
+    if not isinstance(tree, dict):
+        raise MotionFileError(f"skeleton_tree is a {type(tree).__name__}, expected a dict")
+    for key in ("node_names", "parent_indices", "local_translation"):
+        if key not in tree:
+            raise MotionFileError(f"skeleton_tree lacks {key!r}")
+    names = tree["node_names"]
+    if isinstance(names, np.ndarray):
+        names = names.tolist()
+    if not isinstance(names, (list, tuple)) or not all(isinstance(n, str) for n in names):
+        raise MotionFileError("skeleton_tree.node_names must be a list of strings")
+    parents = _tensor(tree["parent_indices"], "skeleton_tree.parent_indices")
+    if parents.is_floating_point() or parents.dtype == torch.bool:
+        raise MotionFileError(f"skeleton_tree.parent_indices has dtype {parents.dtype}, expected integers")
+    offsets = _tensor(tree["local_translation"], "skeleton_tree.local_translation").to(dtype)
+    return Skeleton(names, parents, offsets)
+
+
+def _tensor(entry, key: str) -> torch.Tensor:
+    """A poselib tensor entry {arr, context} (or a bare array) -> torch tensor."""
+    array = entry.get("arr") if isinstance(entry, dict) else entry
+    if not isinstance(array, np.ndarray):
+        raise MotionFileError(f"{key} is not a stored array (got {type(array).__name__})")
+    if array.dtype.kind not in "fiu" or array.dtype.itemsize > 8:
+        raise MotionFileError(f"{key} has unsupported dtype {array.dtype}")
+    return torch.from_numpy(np.ascontiguousarray(array).copy())
+
+
+def _check_shape(value: torch.Tensor, expected: tuple, key: str, described: str) -> None:
+    """expected: sizes, None for any."""
+    ok = value.dim() == len(expected) and all(e is None or s == e for s, e in zip(value.shape, expected))
+    if not ok:
+        raise MotionFileError(f"{key} has shape {tuple(value.shape)}, expected {described} (skeleton_tree has the joint count)")
+
+
+def _world_to_local(skeleton: Skeleton, world_rotation: torch.Tensor) -> torch.Tensor:
+    """world_rotation [T, J, 4] -> local rotations (root keeps its world rotation)."""
+    parents = skeleton.parent_indices.clamp_min(0)
+    local = rot.quat_mul(rot.quat_conjugate(world_rotation[:, parents]), world_rotation)
+    local[:, 0] = world_rotation[:, 0]
+    return local
+
+
+# ------------------------------------------------------------------------------------ writing
+class _LegacyNumpyPickler(pickle._Pickler):
+    """Pickler naming numpy 2's `numpy._core.*` helpers by their numpy 1 path `numpy.core.*`."""
+
+    def save_global(self, obj, name=None):
+        module = getattr(obj, "__module__", None) or ""
+        if module.startswith("numpy._core") and self.proto < 4:
+            legacy = "numpy.core" + module[len("numpy._core"):]
+            qualname = name or obj.__name__
+            self.write(pickle.GLOBAL + f"{legacy}\n{qualname}\n".encode("utf-8"))
+            self.memoize(obj)
+            return
+        super().save_global(obj, name)
+
+
+def _entry(array: np.ndarray) -> dict:
+    return {"arr": array, "context": {"dtype": str(array.dtype)}}
+
+
+def poselib_dict(clip: MotionClip, kind: str = MOTION) -> OrderedDict:
+    """The dict poselib's to_file stores for `clip` (kind 'SkeletonMotion' or 'SkeletonState':
+    the latter keeps frame 0 only)."""
+    if kind not in (MOTION, STATE):
+        raise MotionFileError(f"kind must be {MOTION!r} or {STATE!r}, got {kind!r}")
+    as_np = lambda t: t.detach().cpu().numpy().copy()  # noqa: E731
+    skeleton = clip.skeleton
+    tree = OrderedDict(
+        node_names=list(skeleton.node_names),
+        parent_indices=_entry(as_np(skeleton.parent_indices.to(torch.int64))),
+        local_translation=_entry(as_np(skeleton.local_translation)),
+    )
+    content = OrderedDict()
+    if kind == MOTION:
+        content["rotation"] = _entry(as_np(clip.local_rotation))
+        content["root_translation"] = _entry(as_np(clip.root_translation))
+        content["global_velocity"] = _entry(as_np(clip.global_velocity))
+        content["global_angular_velocity"] = _entry(as_np(clip.global_angular_velocity))
+    else:
+        content["rotation"] = _entry(as_np(clip.local_rotation[0]))
+        content["root_translation"] = _entry(as_np(clip.root_translation[0]))
+    content["skeleton_tree"] = tree
+    content["is_local"] = True
+    if kind == MOTION:
+        content["fps"] = int(clip.fps) if float(clip.fps).is_integer() else float(clip.fps)
+    content["__name__"] = kind
+    return content
+
+
+def save_poselib(clip: MotionClip, path, kind: str = MOTION) -> Path:
+    """Write `clip` as a poselib .npy (np.save layout, pickle protocol 3), atomically."""
+    path = Path(path)
+    holder = np.empty((), dtype=object)
+    holder[()] = poselib_dict(clip, kind)
+    buffer = io.BytesIO()
+    npy_format.write_array_header_1_0(buffer, npy_format.header_data_from_array_1_0(holder))
+    _LegacyNumpyPickler(buffer, protocol=3).dump(holder)
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        tmp.write_bytes(buffer.getvalue())
+        os.replace(tmp, path)
+    except OSError as err:
+        raise MotionFileError(f"{path}: cannot write motion file: {err}") from None
+    return path
