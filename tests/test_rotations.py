@@ -154,3 +154,19 @@ def test_normalize_angle(x):
     y = float(R.normalize_angle(torch.tensor(x)))
     assert -math.pi <= y < math.pi
     assert math.isclose(math.cos(x), math.cos(y), abs_tol=1e-6)
+
+
+def test_quat_from_euler_orders():
+    angles = torch.tensor([[0.3, -1.1, 2.0], [1.2, 0.4, -0.7]], dtype=torch.float64)
+    assert torch.allclose(R.quat_from_euler(angles, "xyz"), R.quat_from_euler_xyz_intrinsic(angles), atol=1e-12)
+    # 'zyx' = Rz(a0) Ry(a1) Rx(a2), checked with matrices built one axis at a time
+    def axis_mat(axis, a):
+        q = R.quat_from_axis_angle(torch.eye(3, dtype=torch.float64)["xyz".index(axis)].expand(a.shape[0], 3), a)
+        return R.quat_to_matrix(q)
+    expected = axis_mat("z", angles[:, 0]) @ axis_mat("y", angles[:, 1]) @ axis_mat("x", angles[:, 2])
+    assert torch.allclose(R.quat_to_matrix(R.quat_from_euler(angles, "ZYX")), expected, atol=1e-12)
+    # fewer axes than three, and a repeated axis
+    assert torch.allclose(R.quat_from_euler(angles[:, :2], "xz"),
+                          R.quat_mul(R.quat_from_euler(angles[:, :1], "x"), R.quat_from_euler(angles[:, 1:2], "z")))
+    with pytest.raises(ValueError):
+        R.quat_from_euler(angles, "xy")

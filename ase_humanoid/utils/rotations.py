@@ -226,3 +226,21 @@ def quat_from_euler_xyz_intrinsic(angles: torch.Tensor) -> torch.Tensor:
 def normalize_angle(x: torch.Tensor) -> torch.Tensor:
     """Wrap angles to [-pi, pi)."""
     return torch.remainder(x + math.pi, 2.0 * math.pi) - math.pi
+
+
+def quat_from_euler(angles: torch.Tensor, order: str) -> torch.Tensor:
+    """Rotations about named axes, composed in the listed order: `angles [..., K]` radians,
+    `order` K letters from 'xyz' (case-insensitive, e.g. 'zyx') -> R = R_order[0] R_order[1] ...
+
+    This is the BVH channel convention and the Acclaim ASF/AMC one read as "R_last ... R_first"
+    when given the reversed order; quat_from_euler(a, 'xyz') equals quat_from_euler_xyz_intrinsic(a).
+    """
+    order = order.lower()
+    if len(order) != angles.shape[-1] or any(a not in "xyz" for a in order):
+        raise ValueError(f"order {order!r} must name one of x, y, z per angle ({angles.shape[-1]} angles)")
+    result = quat_identity(angles.shape[:-1], dtype=angles.dtype, device=angles.device)
+    for k, axis_name in enumerate(order):
+        axis = torch.zeros(3, dtype=angles.dtype, device=angles.device)
+        axis["xyz".index(axis_name)] = 1.0
+        result = quat_mul(result, quat_from_axis_angle(axis.expand(*angles.shape[:-1], 3), angles[..., k]))
+    return result
