@@ -134,3 +134,26 @@ def _layout(model, path, body_names, dof_names, props) -> SceneLayout:
         prop_contact_adr={n: sensor_adr[f"contact/{n}"] for n in prop_names},
         prop_names=prop_names,
     )
+
+
+def lowest_point_height(model: mujoco.MjModel, qpos: np.ndarray, body_ids) -> float:
+    """Height of the lowest point of the geoms of MuJoCo bodies `body_ids` at `qpos` [nq].
+
+    Exact for boxes, spheres and capsules (bounding sphere for other geom types). Used to place
+    a pose on the floor: lower the root by this height and the lowest point touches z = 0.
+    """
+    data = mujoco.MjData(model)
+    data.qpos[:] = qpos
+    mujoco.mj_kinematics(model, data)
+    lowest = np.inf
+    for g in np.flatnonzero(np.isin(model.geom_bodyid, body_ids)):
+        size = model.geom_size[g]
+        up = np.abs(data.geom_xmat[g].reshape(3, 3)[2])  # |world z| in the geom's axes
+        if model.geom_type[g] == mujoco.mjtGeom.mjGEOM_BOX:
+            extent = float(up @ size)
+        elif model.geom_type[g] == mujoco.mjtGeom.mjGEOM_CAPSULE:
+            extent = size[0] + up[2] * size[1]
+        else:
+            extent = model.geom_rbound[g]
+        lowest = min(lowest, data.geom_xpos[g, 2] - extent)
+    return float(lowest)
