@@ -1,0 +1,47 @@
+"""Batched humanoid environments and the task registry.
+
+`make_env(task_name, **cfg)` builds one by name: `HumanoidAMP` (AMP pre-training),
+`HumanoidASE` (ASE low-level controller pre-training with getup), `HumanoidPerturb` (projectiles
+thrown at a trained controller), `HumanoidViewMotion` (kinematic playback of the MotionLib).
+Keyword arguments are the env config keys (`ase_humanoid/envs/config.py`); unknown keys raise
+`ConfigError` naming the valid ones.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from ase_humanoid.errors import ConfigError
+
+# name -> (module, class); modules are imported on demand so registering a task costs nothing.
+TASKS = {
+    "HumanoidAMP": ("ase_humanoid.envs.humanoid_amp", "HumanoidAMP"),
+    "HumanoidASE": ("ase_humanoid.envs.humanoid_ase", "HumanoidASE"),
+    "HumanoidPerturb": ("ase_humanoid.envs.humanoid_perturb", "HumanoidPerturb"),
+    "HumanoidViewMotion": ("ase_humanoid.envs.view_motion", "HumanoidViewMotion"),
+}
+
+
+def register_task(name: str, module: str, class_name: str) -> None:
+    """Make `make_env(name)` build `module.class_name` (task envs register themselves here)."""
+    TASKS[name] = (module, class_name)
+
+
+def task_names() -> list[str]:
+    return sorted(TASKS)
+
+
+def env_class(task_name: str):
+    """The environment class registered as `task_name`."""
+    if task_name not in TASKS:
+        raise ConfigError(f"unknown task {task_name!r}; valid tasks: {task_names()}")
+    module, class_name = TASKS[task_name]
+    return getattr(importlib.import_module(module), class_name)
+
+
+def make_env(task_name: str, **cfg):
+    """Build the environment `task_name` with config keys `cfg` (see `envs/config.py`)."""
+    return env_class(task_name)(**cfg)
+
+
+__all__ = ["TASKS", "env_class", "make_env", "register_task", "task_names"]

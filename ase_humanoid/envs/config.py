@@ -1,0 +1,190 @@
+"""Environment settings as dataclasses with defaults, validated on construction.
+
+`HumanoidEnvConfig` holds what every humanoid env understands (the AMP env uses exactly these);
+`HumanoidASEConfig` adds the getup pre-training settings, `HumanoidPerturbConfig` the projectile
+schedule, `HumanoidViewMotionConfig` nothing new. `env_config_from_dict(cls, mapping)` builds one
+from a plain mapping (keyword arguments of `make_env`, a Hydra node) and raises `ConfigError`
+naming an unknown key (with the valid ones) or a value of the wrong type or range.
+
+Timing follows ASE: physics at 120 Hz, control at 30 Hz (`control_substeps` = 4), episodes of
+300 control steps.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from dataclasses import dataclass
+from typing import Any, Mapping, TypeVar
+
+from ase_humanoid.errors import ConfigError
+
+STATE_INIT_CHOICES = ("Default", "Start", "Random", "Hybrid")
+SIM_CHOICES = ("mujoco", "mujoco_warp")
+
+C = TypeVar("C", bound="HumanoidEnvConfig")
+
+
+@dataclass
+class HumanoidEnvConfig:
+    """Settings of the base humanoid / AMP environment."""
+
+    num_envs: int = 16
+    robot: str = "amp_humanoid"  # amp_humanoid | sword_shield | path to an MJCF
+    # a clip (.npy) or a dataset YAML; needed for reference-state init and demo AMP observations
+    motion_file: str | None = None
+    sim: str = "mujoco"  # mujoco | mujoco_warp
+    device: str = "cpu"
+    num_threads: int | None = None  # CPU backend threads; None = os.cpu_count()
+    # Default (standing), Start (clip start), Random (random clip time), Hybrid (Random / Default)
+    state_init: str = "Random"
+    hybrid_init_prob: float = 0.5  # Hybrid: probability of a reference-state (Random) init
+    enable_early_termination: bool = True
+    # None: the robot's heights (cfg/robot/<name>.yaml: 0.15 m, head 0.3 m); a number overrides
+    # the default height of every body except those the robot config lists separately
+    termination_height: float | None = None
+    max_episode_length: int = 300  # control steps
+    control_substeps: int = 4  # physics steps per control step (120 Hz / 30 Hz)
+    num_amp_obs_steps: int = 10  # AMP observation history length
+    # True: the root's rotation in the policy / AMP observations has its heading removed like
+    # every other body; False: the root rotation is given in the world frame (heading kept)
+    local_root_obs: bool = True
+    key_bodies: list[str] | None = None  # None: the robot config's key bodies
+    contact_bodies: list[str] | None = None  # None: the robot config's contact bodies (feet)
+    seed: int | None = None  # None draws from torch's global generator
+
+    def validate(self) -> None:
+        """Raise ConfigError naming the first invalid field."""
+        _check(self.num_envs > 0, "num_envs", f"must be > 0, got {self.num_envs}")
+        _check(self.sim in SIM_CHOICES, "sim", f"{self.sim!r} is not one of {list(SIM_CHOICES)}")
+        _check(self.state_init in STATE_INIT_CHOICES, "state_init",
+               f"{self.state_init!r} is not one of {list(STATE_INIT_CHOICES)}")
+        _check(0.0 <= self.hybrid_init_prob <= 1.0, "hybrid_init_prob",
+               f"must be in [0, 1], got {self.hybrid_init_prob}")
+        _check(self.max_episode_length > 1, "max_episode_length",
+               f"must be > 1, got {self.max_episode_length}")
+        _check(self.control_substeps > 0, "control_substeps", f"must be > 0, got {self.control_substeps}")
+        _check(self.num_amp_obs_steps >= 2, "num_amp_obs_steps",
+               f"must be >= 2 (AMP compares consecutive frames), got {self.num_amp_obs_steps}")
+        _check(self.num_threads is None or self.num_threads > 0, "num_threads",
+               f"must be > 0 or null, got {self.num_threads}")
+        if self.state_init != "Default":
+            _check(self.motion_file is not None, "motion_file",
+                   f"is required for state_init={self.state_init!r} (reference-state init)")
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+@dataclass
+class HumanoidASEConfig(HumanoidEnvConfig):
+    """ASE low-level-controller pre-training with getup: fall-state pool and recovery episodes."""
+
+    state_init: str = "Hybrid"
+    recovery_episode_prob: float = 0.2  # a terminated env continues from its fallen state
+    recovery_steps: int = 60  # early termination is suppressed this long in a recovery episode
+    fall_init_prob: float = 0.1  # a reset starts from a state of the fall pool
+    fall_pool_size: int | None = None  # None: max(num_envs, 64)
+    fall_steps: int = 150  # control steps simulated to make the fall pool
+
+    def validate(self) -> None:
+        super().validate()
+        for name in ("recovery_episode_prob", "fall_init_prob"):
+            value = getattr(self, name)
+            _check(0.0 <= value <= 1.0, name, f"must be in [0, 1], got {value}")
+        _check(self.recovery_steps >= 0, "recovery_steps", f"must be >= 0, got {self.recovery_steps}")
+        _check(self.fall_pool_size is None or self.fall_pool_size > 0, "fall_pool_size",
+               f"must be > 0 or null, got {self.fall_pool_size}")
+        _check(self.fall_steps > 0, "fall_steps", f"must be > 0, got {self.fall_steps}")
+
+
+@dataclass
+class HumanoidPerturbConfig(HumanoidEnvConfig):
+    """Projectiles thrown at a (trained) controller; no early termination."""
+
+    state_init: str = "Default"
+    enable_early_termination: bool = False
+    throw_interval: int = 60  # control steps between throws; projectiles alternate small / large
+    throw_distance_min: float = 4.0  # metres from the torso
+    throw_distance_max: float = 5.0
+    throw_speed_min: float = 30.0  # m/s
+    throw_speed_max: float = 40.0
+    flight_steps: int = 30  # control steps a thrown projectile stays in the scene before parking
+
+    def validate(self) -> None:
+        super().validate()
+        _check(self.throw_interval > 0, "throw_interval", f"must be > 0, got {self.throw_interval}")
+        _check(0.5 < self.throw_distance_min <= self.throw_distance_max, "throw_distance_min",
+               f"need 0.5 < throw_distance_min <= throw_distance_max, got "
+               f"{self.throw_distance_min}, {self.throw_distance_max}")
+        _check(0.0 < self.throw_speed_min <= self.throw_speed_max, "throw_speed_min",
+               f"need 0 < throw_speed_min <= throw_speed_max, got "
+               f"{self.throw_speed_min}, {self.throw_speed_max}")
+        _check(0 < self.flight_steps <= self.throw_interval, "flight_steps",
+               f"must be in [1, throw_interval], got {self.flight_steps}")
+
+
+@dataclass
+class HumanoidViewMotionConfig(HumanoidEnvConfig):
+    """Kinematic playback of the MotionLib's clips (env i plays clip i mod num_motions)."""
+
+    state_init: str = "Start"
+    enable_early_termination: bool = False
+
+
+def _check(ok: bool, key: str, message: str) -> None:
+    if not ok:
+        raise ConfigError(f"env config key '{key}': {message}")
+
+
+def env_config_from_dict(cls: type[C], values: Mapping[str, Any] | None) -> C:
+    """Build config class `cls` from a mapping; unknown keys / wrong types raise ConfigError."""
+    values = dict(values or {})
+    hints = typing.get_type_hints(cls)
+    fields = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(values) - fields)
+    if unknown:
+        raise ConfigError(f"unknown env config key(s) {unknown} for {cls.__name__}; "
+                          f"valid keys: {sorted(fields)}")
+    converted = {key: _coerce(key, value, hints[key]) for key, value in values.items()}
+    config = cls(**converted)
+    config.validate()
+    return config
+
+
+def _coerce(key: str, value: Any, hint: Any) -> Any:
+    """Accept ints for floats and sequences for lists; reject anything else of the wrong type."""
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        if value is None:
+            return None
+        options = [a for a in typing.get_args(hint) if a is not type(None)]
+        return _coerce(key, value, options[0])
+    if origin is list:
+        if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
+            raise ConfigError(f"env config key '{key}': expected a list, got {value!r}")
+        items = list(value)
+        if not all(isinstance(v, str) for v in items):
+            raise ConfigError(f"env config key '{key}': expected a list of names, got {items}")
+        return items
+    if hint is bool:
+        if not isinstance(value, bool):
+            raise ConfigError(f"env config key '{key}': expected true/false, got {value!r}")
+        return value
+    if hint is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(f"env config key '{key}': expected an integer, got {value!r}")
+        return value
+    if hint is float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ConfigError(f"env config key '{key}': expected a number, got {value!r}")
+        return float(value)
+    if hint is str:
+        if not isinstance(value, str):
+            # paths (pathlib) and torch devices are fine where a string is expected
+            if hasattr(value, "__fspath__") or type(value).__name__ == "device":
+                return str(value)
+            raise ConfigError(f"env config key '{key}': expected a string, got {value!r}")
+        return value
+    return value

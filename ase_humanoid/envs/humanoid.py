@@ -1,0 +1,468 @@
+"""The batched humanoid environment every task builds on (AMP pre-training as it stands).
+
+One `Humanoid` holds `num_envs` worlds of one simulator backend. A control step (30 Hz):
+actions in [-1, 1] -> PD targets (the robot's ASE mapping) -> `control_substeps` physics steps
+(120 Hz) -> state tensors -> observations, reward, terminations and the AMP observation history
+as pure batched functions (`observations.py`, `terminations.py`) -> envs that are done are reset
+inside the step (auto-reset), so the observation returned for them is the first of their new
+episode and the last one of the old episode is in `info["final_obs"]`.
+
+Resets (`state_init`): `Default` standing pose, `Start` / `Random` reference-state init from the
+MotionLib at t = 0 / a uniform time, `Hybrid` = Random with probability `hybrid_init_prob`,
+otherwise Default. After a reference-state init the AMP history holds the clip at t - k dt
+(k = 1 .. steps - 1); after any other reset it repeats the current frame.
+
+Extension points for task subclasses (see `ase_humanoid/envs/tasks/`):
+  `prop_specs()`          extra free bodies (strike target, projectiles) -> `PropSpec` list
+  `task_obs_size`         length of the task observation appended to the humanoid's
+  `compute_task_obs(ids)` the task observation `[n, task_obs_size]`
+  `compute_task_reward()` reward `[N]` (0 here: the AMP agent adds the style reward)
+  `compute_task_termination()` extra terminations `[N]` bool
+  `reset_task(ids)`       new goals for envs being reset (called after their humanoid reset)
+  `pre_physics_step(actions)` / `post_physics_step()`  per-step task updates
+  `markers(env_id)`       render-only markers (`Marker`) for the viewer
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+import gymnasium
+import numpy as np
+import torch
+
+from ase_humanoid.envs import observations as obs_fn
+from ase_humanoid.envs import terminations as term_fn
+from ase_humanoid.envs.config import HumanoidEnvConfig, env_config_from_dict
+from ase_humanoid.errors import ConfigError
+from ase_humanoid.robots.description import load_robot, load_robot_config, robot_names
+from ase_humanoid.robots.kinematics import (
+    body_state_from_qpos,
+    dof_pos_to_local_rot,
+    forward_kinematics,
+    joint_vel_from_dof_vel,
+)
+from ase_humanoid.sim.base import PHYSICS_DT, PropSpec, make_backend
+from ase_humanoid.utils import rotations as rot
+
+DEFAULT_ROOT_HEIGHT = 0.89
+"""Root height (m) of the `Default` standing pose: identity rotation, all DoFs at zero."""
+
+
+@dataclass
+class Marker:
+    """A render-only sphere for the viewer (goal positions, targets); no physics."""
+
+    pos: np.ndarray  # [3] world
+    radius: float = 0.05
+    rgba: tuple = (1.0, 0.2, 0.2, 1.0)
+
+
+@dataclass
+class ResetPlan:
+    """How a batch of envs was reset: which of them came from reference motions, and from where.
+
+    Used to fill the AMP history of reference-initialised envs from the clip.
+    """
+
+    ref_env_ids: torch.Tensor  # [r] long
+    ref_motion_ids: torch.Tensor  # [r] long
+    ref_times: torch.Tensor  # [r] seconds
+
+
+def make_config(config_class, cfg, overrides: Mapping[str, Any]):
+    """A validated `config_class` from a config object or mapping plus keyword overrides."""
+    if cfg is None:
+        values = {}
+    elif isinstance(cfg, HumanoidEnvConfig):
+        values = cfg.to_dict()
+    elif isinstance(cfg, Mapping):
+        values = dict(cfg)
+    else:
+        raise ConfigError(f"env config must be a mapping or a {config_class.__name__}, got {type(cfg).__name__}")
+    values.update(overrides)
+    return env_config_from_dict(config_class, values)
+
+
+class Humanoid:
+    """Batched humanoid environment with AMP observations; reward 0 (see module docstring).
+
+    `Humanoid(cfg=None, **overrides)`: `cfg` a `HumanoidEnvConfig` (or subclass) or a mapping of
+    its keys; keyword arguments override single keys. Unknown keys raise `ConfigError`.
+    """
+
+    config_class = HumanoidEnvConfig
+    task_obs_size = 0
+
+    def __init__(self, cfg=None, **overrides):
+        self.cfg = make_config(self.config_class, cfg, overrides)
+        cfg = self.cfg
+        self.device = torch.device(cfg.device)
+        self.num_envs = cfg.num_envs
+        self.control_dt = cfg.control_substeps * PHYSICS_DT
+        self.max_episode_length = cfg.max_episode_length
+        self.generator = torch.Generator(device=self.device)
+        if cfg.seed is None:
+            self.generator.seed()
+        else:
+            self.generator.manual_seed(cfg.seed)
+
+        robot = load_robot(cfg.robot, key_bodies=cfg.key_bodies, contact_bodies=cfg.contact_bodies)
+        self.robot = robot.to(device=self.device)
+        self.motion_lib = None
+        if cfg.motion_file is not None:
+            from ase_humanoid.motion.motion_lib import MotionLib
+
+            self.motion_lib = MotionLib(cfg.motion_file, robot, device=self.device)
+
+        self.setup_task()
+        self.sim = make_backend(cfg.sim, self.robot, self.num_envs, props=self.prop_specs(),
+                                device=self.device, num_threads=cfg.num_threads)
+        self._init_buffers()
+        self._needs_reset = True
+
+    # ---- construction -------------------------------------------------------------------------
+
+    def _init_buffers(self):
+        robot, n, dev = self.robot, self.num_envs, self.device
+        self.key_body_ids = torch.tensor(robot.key_body_ids, dtype=torch.long, device=dev)
+        non_contact = torch.ones(robot.num_bodies, dtype=torch.bool, device=dev)
+        non_contact[robot.contact_body_ids] = False
+        self.non_contact_mask = non_contact  # [B]
+        self.termination_heights = self._termination_heights()  # [B]
+
+        self.num_amp_obs_steps = self.cfg.num_amp_obs_steps
+        self.num_amp_obs_per_step = obs_fn.amp_obs_size(robot, len(robot.key_body_ids))
+        self.num_obs = obs_fn.policy_obs_size(robot.num_bodies) + self.task_obs_size
+        self.num_actions = robot.num_dofs
+
+        self.episode_steps = torch.zeros(n, dtype=torch.long, device=dev)
+        self.episode_return = torch.zeros(n, dtype=torch.float32, device=dev)
+        self.terminated_buf = torch.zeros(n, dtype=torch.bool, device=dev)
+        self.nonfinite_buf = torch.zeros(n, dtype=torch.bool, device=dev)
+        self.amp_history = torch.zeros(n, self.num_amp_obs_steps, self.num_amp_obs_per_step, device=dev)
+        self.nonfinite_resets = 0  # cumulative count of envs reset for a non-finite state
+        # PD targets of the last action (the humanoid holds its pose until the first action)
+        self.pd_targets = torch.zeros(n, robot.num_dofs, device=dev)
+
+        self.observation_space = gymnasium.spaces.Box(-np.inf, np.inf, (self.num_obs,), np.float32)
+        self.action_space = gymnasium.spaces.Box(-1.0, 1.0, (self.num_actions,), np.float32)
+        self.amp_observation_space = gymnasium.spaces.Box(
+            -np.inf, np.inf, (self.num_amp_obs_steps * self.num_amp_obs_per_step,), np.float32)
+
+    def _termination_heights(self) -> torch.Tensor:
+        """Per-body heights `[B]`; `termination_height` overrides the robot's default height."""
+        heights = self.robot.termination_heights.clone().to(self.device)
+        if self.cfg.termination_height is not None:
+            specific = {}
+            if str(self.cfg.robot) in robot_names():
+                specific = load_robot_config(str(self.cfg.robot)).get("termination_heights") or {}
+            for b, name in enumerate(self.robot.body_names):
+                if name not in specific:
+                    heights[b] = self.cfg.termination_height
+        return heights
+
+    # ---- task hooks (overridden by task envs) -------------------------------------------------
+
+    def setup_task(self) -> None:
+        """Read task settings; runs after robot and MotionLib exist, before the simulator."""
+
+    def prop_specs(self) -> list[PropSpec]:
+        """Extra free bodies in every world."""
+        return []
+
+    def compute_task_obs(self, env_ids: torch.Tensor | None = None) -> torch.Tensor:
+        """Task observation `[n, task_obs_size]` of `env_ids` (all envs if None)."""
+        n = self.num_envs if env_ids is None else len(env_ids)
+        return torch.zeros(n, 0, device=self.device)
+
+    def compute_task_reward(self) -> torch.Tensor:
+        """Task reward `[N]`; the AMP humanoid has none (the agent adds the style reward)."""
+        return torch.zeros(self.num_envs, device=self.device)
+
+    def compute_task_termination(self) -> torch.Tensor | None:
+        """Extra terminations `[N]` bool from the task, or None."""
+        return None
+
+    def reset_task(self, env_ids: torch.Tensor) -> None:
+        """New task goals for `env_ids`, whose humanoids have just been reset."""
+
+    def pre_physics_step(self, actions: torch.Tensor) -> None:
+        """Runs before the physics of a control step, after the PD targets are set."""
+
+    def post_physics_step(self) -> None:
+        """Runs after the physics of a control step, before observations and rewards."""
+
+    def markers(self, env_id: int) -> list[Marker]:
+        """Render-only markers of env `env_id` for the viewer."""
+        return []
+
+    # ---- public API ---------------------------------------------------------------------------
+
+    @property
+    def mj_model(self):
+        """The MuJoCo model of one world (floor + humanoid + props), for viewers."""
+        return self.sim.mj_model
+
+    @property
+    def dt(self) -> float:
+        """Seconds per control step."""
+        return self.control_dt
+
+    def render_state(self, env_id: int) -> np.ndarray:
+        """MuJoCo qpos `[nq]` (wxyz quaternions) of world `env_id`, for `mj_model`."""
+        return self.sim.qpos_for_render(env_id)
+
+    def reset(self) -> torch.Tensor:
+        """Reset every env; returns observations `[N, num_obs]`."""
+        all_ids = torch.arange(self.num_envs, device=self.device)
+        self.terminated_buf.zero_()
+        self.nonfinite_buf.zero_()
+        self.reset_envs(all_ids)
+        self._needs_reset = False
+        return self.compute_observations()
+
+    def step(self, actions: torch.Tensor):
+        """Advance one control step.
+
+        actions `[N, num_actions]` in [-1, 1] (clipped). Returns obs `[N, num_obs]`, reward `[N]`,
+        terminated `[N]` bool (fell, or non-finite state), truncated `[N]` bool (timeout), info:
+          amp_obs `[N, steps * per_step]` newest first, state after this step (before any reset)
+          terminate  same as terminated
+          final_obs  `[N, num_obs]` observation after this step before any reset (bootstrap)
+          episode    {"return": [k], "length": [k]} of the k episodes that ended
+          nonfinite  `[N]` bool, envs reset because their state became non-finite
+          nonfinite_resets / nonfinite_resets_step  cumulative / this step's count of those
+        """
+        if self._needs_reset:
+            self.reset()
+        actions = torch.as_tensor(actions, device=self.device, dtype=torch.float32)
+        if actions.shape != (self.num_envs, self.num_actions):
+            raise ValueError(f"actions must have shape [{self.num_envs}, {self.num_actions}], "
+                             f"got {list(actions.shape)}")
+        self.simulate(actions)
+        self.episode_steps += 1
+        self.post_physics_step()
+
+        state = self.sim.state
+        nonfinite = term_fn.nonfinite_envs(state.root_pos, state.root_rot, state.root_lin_vel,
+                                           state.root_ang_vel, state.dof_pos, state.dof_vel,
+                                           state.contact_forces)
+        obs = self.compute_observations()
+        reward = self.compute_task_reward()
+        terminated = self.compute_terminated()
+        amp_now = self.amp_obs_from_sim()
+        num_nonfinite = int(nonfinite.sum())
+        if num_nonfinite:
+            obs = torch.nan_to_num(obs, nan=0.0, posinf=0.0, neginf=0.0)
+            reward = torch.where(nonfinite, torch.zeros_like(reward), reward)
+            amp_now = torch.nan_to_num(amp_now, nan=0.0, posinf=0.0, neginf=0.0)
+            terminated = terminated | nonfinite
+            self.nonfinite_resets += num_nonfinite
+        truncated = term_fn.timeout(self.episode_steps, self.max_episode_length) & ~terminated
+        self.terminated_buf = terminated
+        self.nonfinite_buf = nonfinite
+
+        self.amp_history = torch.cat([amp_now.unsqueeze(1), self.amp_history[:, :-1]], dim=1)
+        self.episode_return += reward
+        info = {
+            "amp_obs": self.amp_history.reshape(self.num_envs, -1),
+            "terminate": terminated,
+            "nonfinite": nonfinite,
+            "nonfinite_resets": self.nonfinite_resets,
+            "nonfinite_resets_step": num_nonfinite,
+            "final_obs": obs,
+        }
+        done_ids = (terminated | truncated).nonzero(as_tuple=False).flatten()
+        if done_ids.numel():
+            info["episode"] = {"return": self.episode_return[done_ids].clone(),
+                               "length": self.episode_steps[done_ids].clone()}
+            self.amp_history = self.amp_history.clone()  # info["amp_obs"] keeps the pre-reset history
+            self.reset_envs(done_ids)
+            obs = obs.clone()
+            obs[done_ids] = self.compute_observations(done_ids)
+        else:
+            empty = torch.zeros(0, device=self.device)
+            info["episode"] = {"return": empty, "length": empty.long()}
+        return obs, reward, terminated, truncated, info
+
+    def fetch_amp_obs_demo(self, num_samples: int) -> torch.Tensor:
+        """Demo AMP observations `[n, steps * per_step]` from the MotionLib (newest first).
+
+        Samples clips by their weights and times uniform in [ (steps - 1) dt, length ], then the
+        states at t - k dt (k = 0 .. steps - 1) through the same observation functions as the env.
+        """
+        motion_lib = self._require_motion_lib("demo AMP observations")
+        steps = self.num_amp_obs_steps
+        motion_ids = motion_lib.sample_motions(num_samples, generator=self.generator)
+        start = motion_lib.sample_time(motion_ids, truncate_time=self.control_dt * (steps - 1),
+                                       generator=self.generator)
+        offsets = self.control_dt * torch.arange(steps, device=self.device, dtype=start.dtype)
+        times = start.unsqueeze(-1) - offsets  # [n, steps]
+        amp = self.amp_obs_from_motion(motion_ids.unsqueeze(-1).expand(-1, steps).reshape(-1),
+                                       times.reshape(-1))
+        return amp.reshape(num_samples, steps * self.num_amp_obs_per_step)
+
+    def collect_reference_motions(self, num_samples: int) -> torch.Tensor:
+        """skrl's name for `fetch_amp_obs_demo`."""
+        return self.fetch_amp_obs_demo(num_samples)
+
+    def close(self) -> None:
+        self.sim.close()
+
+    # ---- observations -------------------------------------------------------------------------
+
+    def compute_observations(self, env_ids: torch.Tensor | None = None) -> torch.Tensor:
+        """Policy observations `[n, num_obs]` of `env_ids` (all if None) from the simulator state."""
+        state = self.sim.state
+        body = (state.body_pos, state.body_rot, state.body_lin_vel, state.body_ang_vel)
+        if env_ids is not None:
+            body = tuple(x[env_ids] for x in body)
+        obs = obs_fn.policy_observation(*body, local_root_obs=self.cfg.local_root_obs)
+        if self.task_obs_size:
+            obs = torch.cat([obs, self.compute_task_obs(env_ids)], dim=-1)
+        return obs
+
+    def amp_obs_from_sim(self, env_ids: torch.Tensor | None = None) -> torch.Tensor:
+        """Current AMP observation step `[n, per_step]` from the simulator state."""
+        s = self.sim.state
+        fields = (s.root_pos, s.root_rot, s.root_lin_vel, s.root_ang_vel, s.dof_pos, s.dof_vel)
+        key_pos = s.body_pos[:, self.key_body_ids]
+        if env_ids is not None:
+            fields = tuple(x[env_ids] for x in fields)
+            key_pos = key_pos[env_ids]
+        root_pos, root_rot, root_lin_vel, root_ang_vel, dof_pos, dof_vel = fields
+        joint_vel = joint_vel_from_dof_vel(self.robot, dof_pos, dof_vel)
+        return obs_fn.amp_observation(self.robot, root_pos, root_rot, root_lin_vel, root_ang_vel,
+                                      dof_pos, joint_vel, key_pos, self.cfg.local_root_obs)
+
+    def amp_obs_from_motion(self, motion_ids: torch.Tensor, times: torch.Tensor) -> torch.Tensor:
+        """AMP observation steps `[n, per_step]` of the MotionLib's clips at `times [n]`.
+
+        Key-body positions come from forward kinematics of the reference root and DoF
+        positions, exactly as the simulator computes them for the same state.
+        """
+        ms = self._require_motion_lib("reference AMP observations").get_motion_state(motion_ids, times)
+        local_rot = dof_pos_to_local_rot(self.robot, ms.dof_pos)
+        body_pos, _ = forward_kinematics(self.robot.parent_indices, self.robot.local_translation,
+                                         local_rot, ms.root_pos, ms.root_rot)
+        return obs_fn.amp_observation(self.robot, ms.root_pos, ms.root_rot, ms.root_lin_vel,
+                                      ms.root_ang_vel, ms.dof_pos, ms.joint_vel,
+                                      body_pos[:, self.key_body_ids], self.cfg.local_root_obs)
+
+    def policy_obs_from_motion(self, motion_ids: torch.Tensor, times: torch.Tensor) -> torch.Tensor:
+        """Humanoid part of the policy observation `[n, 15 B - 2]` for reference states."""
+        ms = self._require_motion_lib("reference observations").get_motion_state(motion_ids, times)
+        body = body_state_from_qpos(self.robot, ms.root_pos, ms.root_rot, ms.root_lin_vel,
+                                    ms.root_ang_vel, ms.dof_pos, ms.dof_vel)
+        return obs_fn.policy_observation(*body, local_root_obs=self.cfg.local_root_obs)
+
+    # ---- physics, terminations ----------------------------------------------------------------
+
+    def simulate(self, actions: torch.Tensor) -> None:
+        """Actions -> PD targets -> `control_substeps` physics steps."""
+        self.pd_targets = self.robot.action_to_pd_target(actions)
+        self.sim.set_pd_targets(self.pd_targets)
+        self.pre_physics_step(actions)
+        self.sim.step(self.cfg.control_substeps)
+
+    def compute_terminated(self) -> torch.Tensor:
+        """Terminations `[N]` bool: a fall (when early termination is on) or the task's own."""
+        if self.cfg.enable_early_termination:
+            s = self.sim.state
+            terminated = term_fn.fall_termination(s.contact_forces, s.body_pos, self.termination_heights,
+                                                  self.non_contact_mask, self.episode_steps)
+        else:
+            terminated = torch.zeros(self.num_envs, dtype=torch.bool, device=self.device)
+        task = self.compute_task_termination()
+        return terminated if task is None else terminated | task
+
+    # ---- resets -------------------------------------------------------------------------------
+
+    def reset_envs(self, env_ids: torch.Tensor) -> None:
+        """Reset the humanoids, counters, task and AMP history of `env_ids [n]`."""
+        plan = self.reset_actors(env_ids)
+        self.episode_steps[env_ids] = 0
+        self.episode_return[env_ids] = 0.0
+        self.reset_task(env_ids)
+        self._init_amp_history(env_ids, plan)
+
+    def reset_actors(self, env_ids: torch.Tensor) -> ResetPlan:
+        """Put the humanoids of `env_ids` into their initial states by `state_init`."""
+        mode = self.cfg.state_init
+        if mode == "Default":
+            self.reset_default(env_ids)
+            return self._empty_plan()
+        if mode in ("Start", "Random"):
+            return self.reset_reference(env_ids, random_time=mode == "Random")
+        # Hybrid
+        use_ref = self._bernoulli(len(env_ids), self.cfg.hybrid_init_prob)
+        self.reset_default(env_ids[~use_ref])
+        return self.reset_reference(env_ids[use_ref], random_time=True)
+
+    def reset_default(self, env_ids: torch.Tensor) -> None:
+        """Standing pose: root at DEFAULT_ROOT_HEIGHT, identity rotation, zero DoFs, at rest."""
+        n = len(env_ids)
+        if n == 0:
+            return
+        root_pos = torch.zeros(n, 3, device=self.device)
+        root_pos[:, 2] = DEFAULT_ROOT_HEIGHT
+        zeros3 = torch.zeros(n, 3, device=self.device)
+        dofs = torch.zeros(n, self.robot.num_dofs, device=self.device)
+        self.sim.set_robot_state(env_ids, root_pos, rot.quat_identity(n, device=self.device),
+                                 zeros3, zeros3, dofs, dofs)
+
+    def reset_reference(self, env_ids: torch.Tensor, random_time: bool = True,
+                        motion_ids: torch.Tensor | None = None,
+                        times: torch.Tensor | None = None) -> ResetPlan:
+        """Reference-state init: clips sampled by weight (or `motion_ids`), at a uniform time
+        (`random_time`), t = 0, or `times`."""
+        n = len(env_ids)
+        if n == 0:
+            return self._empty_plan()
+        motion_lib = self._require_motion_lib(f"state_init={self.cfg.state_init!r}")
+        if motion_ids is None:
+            motion_ids = motion_lib.sample_motions(n, generator=self.generator)
+        if times is None:
+            times = (motion_lib.sample_time(motion_ids, generator=self.generator) if random_time
+                     else torch.zeros(n, device=self.device))
+        ms = motion_lib.get_motion_state(motion_ids, times)
+        self.sim.set_robot_state(env_ids, ms.root_pos, ms.root_rot, ms.root_lin_vel,
+                                 ms.root_ang_vel, ms.dof_pos, ms.dof_vel)
+        return ResetPlan(env_ids, motion_ids, times)
+
+    def _init_amp_history(self, env_ids: torch.Tensor, plan: ResetPlan) -> None:
+        """Fill the AMP history of freshly reset envs (see module docstring)."""
+        current = self.amp_obs_from_sim(env_ids)  # [n, P]
+        self.amp_history[env_ids] = current.unsqueeze(1).expand(-1, self.num_amp_obs_steps, -1)
+        r = len(plan.ref_env_ids)
+        if r == 0:
+            return
+        steps = self.num_amp_obs_steps
+        offsets = self.control_dt * torch.arange(1, steps, device=self.device, dtype=plan.ref_times.dtype)
+        times = plan.ref_times.unsqueeze(-1) - offsets  # [r, steps - 1]
+        ids = plan.ref_motion_ids.unsqueeze(-1).expand(-1, steps - 1)
+        past = self.amp_obs_from_motion(ids.reshape(-1), times.reshape(-1))
+        self.amp_history[plan.ref_env_ids, 1:] = past.reshape(r, steps - 1, -1)
+
+    # ---- helpers ------------------------------------------------------------------------------
+
+    def _empty_plan(self) -> ResetPlan:
+        empty = torch.zeros(0, dtype=torch.long, device=self.device)
+        return ResetPlan(empty, empty, torch.zeros(0, device=self.device))
+
+    def _bernoulli(self, n: int, prob: float) -> torch.Tensor:
+        """`[n]` bool, each True with probability `prob` (env's own generator)."""
+        return torch.rand(n, generator=self.generator, device=self.device) < prob
+
+    def _require_motion_lib(self, purpose: str):
+        if self.motion_lib is None:
+            raise ConfigError(f"env config key 'motion_file': a motion file is needed for {purpose}; "
+                              "set motion_file to a clip (.npy) or dataset YAML")
+        return self.motion_lib
+
+    def __repr__(self) -> str:
+        return (f"{type(self).__name__}(num_envs={self.num_envs}, robot={self.robot.name}, "
+                f"sim={self.cfg.sim}, obs={self.num_obs}, actions={self.num_actions}, "
+                f"amp_obs={self.num_amp_obs_steps}x{self.num_amp_obs_per_step})")
