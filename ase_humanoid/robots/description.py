@@ -8,6 +8,10 @@ DoF layout: the root body has a free joint; every other body has 0 hinges (welde
 1 hinge, or 3 hinges about its own x, y, z axes in that order (a spherical joint, local rotation
 Rx(a) Ry(b) Rz(c)). All hinges sit at their body's origin. Each hinge has one position actuator,
 in hinge order.
+
+PD control (see the humanoid MJCFs): torque = clip(kp (target - q), -effort, effort) - kd qdot.
+kp and the effort limit come from the hinge's position actuator; kd is the hinge's joint damping
+plus the actuator's own velocity gain (kv, zero in the shipped models).
 """
 
 from __future__ import annotations
@@ -49,9 +53,9 @@ class RobotDescription:
     dof_offsets: list[int]  # [J + 1] group j owns dofs dof_offsets[j]:dof_offsets[j + 1]
     dof_limits_lower: torch.Tensor  # [D] radians
     dof_limits_upper: torch.Tensor  # [D] radians
-    kp: torch.Tensor  # [D] PD stiffness (N m / rad)
-    kd: torch.Tensor  # [D] PD damping (N m s / rad)
-    effort_limit: torch.Tensor  # [D] N m (inf when the actuator is not force limited)
+    kp: torch.Tensor  # [D] PD stiffness (N m / rad), position actuator gain
+    kd: torch.Tensor  # [D] PD damping (N m s / rad), joint damping + actuator kv
+    effort_limit: torch.Tensor  # [D] N m, actuator force limit on the kp term (inf if unlimited)
     armature: torch.Tensor  # [D]
     pd_action_offset: torch.Tensor  # [D]
     pd_action_scale: torch.Tensor  # [D]
@@ -312,7 +316,8 @@ def _dof_layout(model: mujoco.MjModel, body_names: list[str], path):
 
 
 def _pd_gains(model: mujoco.MjModel, hinge_jnt_ids: np.ndarray, dof_names: list[str], path):
-    """kp, kd and effort limit per hinge from its position actuator; actuators must be in hinge order."""
+    """kp, kd and effort limit per hinge: kp and effort from its position actuator (actuators in
+    hinge order), kd = joint damping + actuator velocity gain."""
     if model.nu != len(hinge_jnt_ids):
         raise ModelError(f"{path}: {model.nu} actuators for {len(hinge_jnt_ids)} hinges; expected one per hinge")
     kp, kd, effort = np.zeros(model.nu), np.zeros(model.nu), np.zeros(model.nu)
@@ -330,7 +335,7 @@ def _pd_gains(model: mujoco.MjModel, hinge_jnt_ids: np.ndarray, dof_names: list[
         if not is_position:
             raise ModelError(f"{path}: actuator for hinge '{dof_names[a]}' is not a position (PD) actuator")
         kp[a] = model.actuator_gainprm[a, 0]
-        kd[a] = -model.actuator_biasprm[a, 2]
+        kd[a] = model.dof_damping[model.jnt_dofadr[jnt]] - model.actuator_biasprm[a, 2]
         limited = model.actuator_forcelimited[a]
         effort[a] = max(abs(model.actuator_forcerange[a, 0]), abs(model.actuator_forcerange[a, 1])) if limited else np.inf
     return kp, kd, effort

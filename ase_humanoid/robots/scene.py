@@ -31,8 +31,8 @@ def build_scene_spec(robot_or_mjcf, props=(), scene_mjcf=SCENE_MJCF) -> mujoco.M
 
     `robot_or_mjcf`: a RobotDescription or an MJCF path. `props`: objects with the fields of
     `ase_humanoid.sim.base.PropSpec` (name, shape in box/sphere/capsule/cylinder, size (MuJoCo
-    geom size), density, rgba, contype); each becomes body and geom `name` with a free joint
-    `name`, colliding with everything when contype is non-zero.
+    geom size), density, rgba, contype, conaffinity); each becomes body and geom `name` with a
+    free joint `name`.
     """
     mjcf = robot_or_mjcf.mjcf_path if isinstance(robot_or_mjcf, RobotDescription) else Path(robot_or_mjcf)
     spec = _spec_from_file(mjcf)
@@ -52,6 +52,7 @@ def add_prop(spec: mujoco.MjSpec, prop, pos=(0.0, 0.0, 1.0)) -> mujoco.MjsBody:
     body.add_freejoint(name=prop.name)
     size = list(prop.size) + [0.0] * (3 - len(prop.size))
     contype = int(getattr(prop, "contype", 1))
+    conaffinity = int(getattr(prop, "conaffinity", contype))
     body.add_geom(
         name=prop.name,
         type=_PROP_GEOM_TYPES[prop.shape],
@@ -59,7 +60,7 @@ def add_prop(spec: mujoco.MjSpec, prop, pos=(0.0, 0.0, 1.0)) -> mujoco.MjsBody:
         density=float(prop.density),
         rgba=list(getattr(prop, "rgba", (0.8, 0.3, 0.3, 1.0))),
         contype=contype,
-        conaffinity=contype,
+        conaffinity=conaffinity,
     )
     return body
 
