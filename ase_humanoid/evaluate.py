@@ -1,0 +1,131 @@
+"""`train.py test=true`: run the deterministic policy, print episode statistics, optionally show
+it in the viewer or record a video.
+
+For an ASE controller `latent=random` resamples skills on the training schedule, `latent=fixed`
+gives each env one skill for the whole episode. Task envs add their own metrics through
+`env.task_metrics()` (heading error, location success, ...).
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import torch
+from omegaconf import DictConfig
+
+from ase_humanoid.errors import ConfigError
+from ase_humanoid.runner import EpisodeTracker
+from ase_humanoid.utils.checkpoint import load_checkpoint
+
+
+def load_policy(cfg: DictConfig):
+    """Build env + agent as in training and load the checkpoint's agent state."""
+    from ase_humanoid.app import build_agent, build_env, resolve_path
+
+    if not cfg.checkpoint and cfg.task.name != "HumanoidViewMotion":
+        raise ConfigError("test=true needs checkpoint=<file or run folder>")
+    env = build_env(cfg)
+    if cfg.task.name == "HumanoidViewMotion":
+        return env, None
+    agent = build_agent(cfg, env)
+    state = load_checkpoint(resolve_path(cfg.checkpoint), map_location=env.device)
+    agent.load_state_dict(state["agent"])
+    return env, agent
+
+
+def _policy_actions(agent, obs: torch.Tensor, env) -> torch.Tensor:
+    if agent is None:  # view-motion: the env ignores actions
+        return torch.zeros(env.num_envs, env.action_space.shape[-1], device=env.device)
+    return agent.act(obs, deterministic=True)["actions"]
+
+
+def evaluate(cfg: DictConfig) -> dict[str, float]:
+    env, agent = load_policy(cfg)
+    if agent is not None and cfg.latent == "fixed" and hasattr(agent, "set_latents"):
+        agent.set_latents(agent.sample_latents(env.num_envs))
+    elif cfg.latent not in ("random", "fixed"):
+        raise ConfigError(f"latent must be random or fixed, got '{cfg.latent}'")
+
+    if cfg.viewer:
+        return run_viewer(env, agent)
+
+    frames, recorder = [], None
+    if cfg.video:
+        from ase_humanoid.utils.render import OffscreenRenderer
+
+        recorder = OffscreenRenderer(env.mj_model)
+    max_video_frames = int(cfg.video_seconds * env.control_freq) if cfg.video else 0
+
+    tracker = EpisodeTracker()
+    obs = env.reset()
+    finished = 0
+    step = 0
+    t0 = time.time()
+    # Stop after test_episodes episodes, or when the video is long enough (view-motion).
+    step_limit = env.max_episode_length * max(1, int(np.ceil(cfg.test_episodes / env.num_envs))) + 1
+    while step < step_limit:
+        actions = _policy_actions(agent, obs, env)
+        obs, reward, terminated, truncated, info = env.step(actions)
+        if agent is not None:
+            _advance_latents(agent, terminated | truncated, cfg.latent)
+        tracker.add(info, terminated, truncated)
+        finished += int((terminated | truncated).sum())
+        if recorder is not None and len(frames) < max_video_frames:
+            frames.append(recorder.render(env.render_state(0), text=_overlay(env, cfg, step),
+                                          markers=env.markers(0) if hasattr(env, "markers") else None))
+        step += 1
+        if finished >= cfg.test_episodes and len(frames) >= max_video_frames:
+            break
+    stats = tracker.pop_means()
+    if hasattr(env, "task_metrics"):
+        stats.update(env.task_metrics())
+    stats["eval/seconds"] = time.time() - t0
+    if recorder is not None:
+        from ase_humanoid.utils.render import write_video
+
+        path = write_video(cfg.video, frames, fps=env.control_freq)
+        recorder.close()
+        print(f"video: {path} ({len(frames)} frames)")
+    print(" ".join(f"{k}={v:.4g}" for k, v in sorted(stats.items())), flush=True)
+    return stats
+
+
+def _advance_latents(agent, dones: torch.Tensor, mode: str) -> None:
+    """Keep ASE latents on their training schedule (random) or fixed per env (fixed)."""
+    if mode == "fixed" or not hasattr(agent, "advance_latents"):
+        return
+    agent.advance_latents(dones)
+
+
+def _overlay(env, cfg: DictConfig, step: int) -> list[str]:
+    lines = [f"{cfg.task.name}  t={step / env.control_freq:5.2f}s"]
+    if hasattr(env, "describe"):
+        lines.append(env.describe(0))
+    return lines
+
+
+def run_viewer(env, agent) -> dict[str, float]:
+    """Interactive viewer on env 0: space pauses; the policy runs at real time."""
+    import mujoco
+
+    from ase_humanoid.utils.render import launch_viewer
+
+    data = mujoco.MjData(env.mj_model)
+    paused = {"value": False}
+
+    def on_key(keycode: int) -> None:
+        if keycode == 32:  # space
+            paused["value"] = not paused["value"]
+
+    obs = env.reset()
+    with launch_viewer(env.mj_model, data, key_callback=on_key) as viewer:
+        while viewer.is_running():
+            start = time.time()
+            if not paused["value"]:
+                obs, *_ = env.step(_policy_actions(agent, obs, env))
+                data.qpos[:] = env.render_state(0)
+                mujoco.mj_forward(env.mj_model, data)
+                viewer.sync()
+            time.sleep(max(0.0, 1.0 / env.control_freq - (time.time() - start)))
+    return {}

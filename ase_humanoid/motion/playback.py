@@ -1,0 +1,131 @@
+"""Kinematic playback of a MotionLib: poses as MuJoCo qpos, a keyboard-driven controller for the
+interactive viewer, and offscreen video of every clip."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from ase_humanoid.errors import MotionFileError
+from ase_humanoid.motion.motion_lib import MotionLib
+from ase_humanoid.robots import load_robot
+from ase_humanoid.utils.rotations import xyzw_to_wxyz
+
+# GLFW key codes used by mujoco.viewer's key_callback.
+KEY_SPACE, KEY_RIGHT, KEY_LEFT, KEY_UP, KEY_DOWN, KEY_N, KEY_P, KEY_R = 32, 262, 263, 265, 264, 78, 80, 82
+SPEEDS = (0.125, 0.25, 0.5, 1.0, 2.0, 4.0)
+
+
+def load_motion_lib_any_robot(motion_file, robot: str | None = None, device="cpu") -> MotionLib:
+    """MotionLib on `robot`, or on the first bundled humanoid whose skeleton matches the file."""
+    names = [robot] if robot else ["amp_humanoid", "sword_shield"]
+    errors = []
+    for name in names:
+        try:
+            return MotionLib(motion_file, load_robot(name), device=device)
+        except MotionFileError as exc:
+            errors.append(f"{name}: {exc}")
+            if robot:
+                raise
+    raise MotionFileError(f"'{motion_file}' fits none of the humanoids:\n  " + "\n  ".join(errors))
+
+
+def motion_qpos(motion_lib: MotionLib, motion_id: int, time: float) -> np.ndarray:
+    """MuJoCo qpos `[7 + D]` (root pos, root quat wxyz, hinge angles) of one clip at `time`."""
+    ids = torch.tensor([motion_id], device=motion_lib.device)
+    times = torch.tensor([time], dtype=motion_lib.dtype, device=motion_lib.device)
+    state = motion_lib.get_motion_state(ids, times)
+    qpos = torch.cat([state.root_pos[0], xyzw_to_wxyz(state.root_rot[0]), state.dof_pos[0]])
+    return qpos.detach().cpu().double().numpy()
+
+
+@dataclass
+class PlaybackController:
+    """Which clip, at what time and speed; keys: space pause, N/right next clip, P/left previous,
+    up/down speed, R restart. Pure state, so it is testable without a window."""
+
+    num_motions: int
+    lengths: list[float]
+    motion_id: int = 0
+    time: float = 0.0
+    speed_index: int = 3  # 1x
+    paused: bool = False
+
+    @property
+    def speed(self) -> float:
+        return SPEEDS[self.speed_index]
+
+    def on_key(self, keycode: int) -> None:
+        if keycode == KEY_SPACE:
+            self.paused = not self.paused
+        elif keycode in (KEY_RIGHT, KEY_N):
+            self.motion_id, self.time = (self.motion_id + 1) % self.num_motions, 0.0
+        elif keycode in (KEY_LEFT, KEY_P):
+            self.motion_id, self.time = (self.motion_id - 1) % self.num_motions, 0.0
+        elif keycode == KEY_UP:
+            self.speed_index = min(self.speed_index + 1, len(SPEEDS) - 1)
+        elif keycode == KEY_DOWN:
+            self.speed_index = max(self.speed_index - 1, 0)
+        elif keycode == KEY_R:
+            self.time = 0.0
+
+    def advance(self, dt: float) -> None:
+        """Move time on by dt * speed, looping the current clip."""
+        if self.paused:
+            return
+        length = self.lengths[self.motion_id]
+        self.time = (self.time + dt * self.speed) % length if length > 0 else 0.0
+
+
+def scene_model(motion_lib: MotionLib):
+    from ase_humanoid.robots.scene import build_scene_spec
+
+    return build_scene_spec(motion_lib.robot).compile()
+
+
+def render_video(motion_lib: MotionLib, out: str | Path, fps: float = 30.0, width: int = 640,
+                 height: int = 480, max_seconds_per_clip: float | None = None,
+                 motion_ids: list[int] | None = None) -> Path:
+    """Render clips one after another to `out` (.mp4/.gif); name and time drawn on each frame."""
+    from ase_humanoid.utils.render import OffscreenRenderer, write_video
+
+    renderer = OffscreenRenderer(scene_model(motion_lib), width=width, height=height)
+    frames = []
+    ids = range(motion_lib.num_motions) if motion_ids is None else motion_ids
+    for motion_id in ids:
+        length = float(motion_lib.motion_lengths[motion_id])
+        if max_seconds_per_clip is not None:
+            length = min(length, max_seconds_per_clip)
+        name = motion_lib.motion_names[motion_id]
+        for k in range(int(np.floor(length * fps)) + 1):
+            t = k / fps
+            frames.append(renderer.render(motion_qpos(motion_lib, motion_id, t), text=[f"{name}  t={t:5.2f}s"]))
+    renderer.close()
+    return write_video(out, frames, fps)
+
+
+def run_viewer(motion_lib: MotionLib) -> None:
+    """Interactive playback in the MuJoCo viewer (needs a display)."""
+    import time
+
+    import mujoco
+
+    from ase_humanoid.utils.render import launch_viewer
+
+    model = scene_model(motion_lib)
+    data = mujoco.MjData(model)
+    control = PlaybackController(motion_lib.num_motions, [float(x) for x in motion_lib.motion_lengths])
+    print("keys: space pause | N/right next clip | P/left previous | up/down speed | R restart")
+    with launch_viewer(model, data, key_callback=control.on_key) as viewer:
+        last = time.time()
+        while viewer.is_running():
+            now = time.time()
+            control.advance(now - last)
+            last = now
+            data.qpos[:] = motion_qpos(motion_lib, control.motion_id, control.time)
+            mujoco.mj_forward(model, data)
+            viewer.sync()
+            time.sleep(1.0 / 60.0)
