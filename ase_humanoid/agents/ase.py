@@ -145,6 +145,12 @@ class ASEAgent(AMPAgent):
         return self.critic(torch.cat([obs_n, cond["latents"]], dim=-1))
 
     @torch.no_grad()
+    def action_mean(self, obs: torch.Tensor, latents: torch.Tensor) -> torch.Tensor:
+        """Deterministic low-level action for raw `obs [n, obs_dim]` and unit `latents [n, D]`,
+        `[n, action_dim]` (what a frozen LLC applies under a high-level policy)."""
+        return self.actor(self._normalize_obs(obs), latents)
+
+    @torch.no_grad()
     def encode(self, amp_obs: torch.Tensor) -> torch.Tensor:
         """Encoder output (unit norm) of raw AMP observations `[n, amp_obs_dim] -> [n, D]`."""
         return self.disc.encode(self._normalize_amp(amp_obs))

@@ -127,6 +127,9 @@ class PPOAgent:
         self.epoch = 0  # completed updates
         self.env_steps = 0  # transitions recorded (num_envs per step)
         self._last_act: dict[str, torch.Tensor] | None = None
+        # optional callable(parameters) run after backward, before clipping: the runner sets it
+        # to all-reduce gradients across torch.distributed ranks
+        self.grad_sync = None
         self._rand_action_probs = self._build_rand_action_probs()
 
     # ----------------------------------------------------------------- construction hooks
@@ -299,6 +302,8 @@ class PPOAgent:
                 loss, mb_stats = self._loss(mb)
                 self.optimizer.zero_grad(set_to_none=True)
                 loss.backward()
+                if self.grad_sync is not None:
+                    self.grad_sync(self.model.parameters())
                 if cfg.truncate_grads:
                     mb_stats["grad_norm"] = float(
                         nn.utils.clip_grad_norm_(self.model.parameters(), cfg.grad_norm))
