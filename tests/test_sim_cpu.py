@@ -108,6 +108,7 @@ def test_state_round_trip_is_exact_and_matches_mujoco_kinematics(robot):
     assert torch.equal(sim.state.dof_pos[mask], values[4])
     pose = random_state(robot, 2, generator)[:4]
     sim.set_prop_state("target", mask, *pose)
+    sim.set_robot_state(mask, *values)  # a later robot reset leaves the prop values untouched
     prop = sim.prop_state("target")
     for name, value in zip(["pos", "rot", "lin_vel", "ang_vel"], pose):
         assert torch.equal(getattr(prop, name)[mask], value), name

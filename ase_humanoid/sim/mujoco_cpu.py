@@ -256,13 +256,16 @@ class MujocoCpuBackend(SimBackend):
         if name not in self._prop_cols:
             raise KeyError(f"unknown prop {name!r}; valid props: {self.prop_names}")
 
-    def _repair_non_finite(self, ids: np.ndarray):
+    def _repair_non_finite(self, ids: np.ndarray) -> bool:
         """Worlds among `ids` whose state went non-finite restart from the model's default state
-        (props parked), so nothing of the blow-up survives the caller's new robot state."""
+        (props parked), so nothing of the blow-up survives the caller's new robot state.
+        Returns whether any world was repaired."""
         rows = self._state[ids]
         broken = ids[~np.isfinite(rows).all(axis=1)]
         if broken.size:
             self._state[broken] = self._default_state
+            self._sensordata[broken] = 0.0
+        return bool(broken.size)
 
     def _write_free_body(self, ids, pos_cols, quat_cols, lin_cols, ang_cols, pos, rot, lin_vel,
                          ang_vel):
@@ -286,7 +289,7 @@ class MujocoCpuBackend(SimBackend):
         if n == 0:
             return
         ids = ids_t.numpy()
-        self._repair_non_finite(ids)
+        repaired = self._repair_non_finite(ids)
         self._write_free_body(
             ids, self._root_pos_cols, self._root_quat_cols, self._root_lin_vel_cols,
             self._root_ang_vel_cols, root_pos, root_rot, root_lin_vel, root_ang_vel,
@@ -294,7 +297,7 @@ class MujocoCpuBackend(SimBackend):
         self._state[np.ix_(ids, self._dof_pos_cols)] = dof_pos.detach().to("cpu", torch.float64).numpy()
         self._state[np.ix_(ids, self._dof_vel_cols)] = dof_vel.detach().to("cpu", torch.float64).numpy()
         # No contact has been solved for the new pose yet.
-        self._sensordata[ids] = 0.0
+        self._sensordata[np.ix_(ids, self._body_contact_cols)] = 0.0
 
         # New snapshot: the set values verbatim for `ids` (exact round trip), bodies recomputed.
         old = self._sim_state
@@ -308,8 +311,8 @@ class MujocoCpuBackend(SimBackend):
                     put(old.dof_pos, dof_pos), put(old.dof_vel, dof_vel)]
         contact = old.contact_forces.index_fill(0, dev_ids, 0.0)
         self._sim_state = self._make_sim_state(*new_root, contact)
-        # Repaired worlds may have had their props reset too.
-        self._prop_states = {name: self._read_prop(name) for name in self.prop_names}
+        if repaired:  # their props went back to the default state too
+            self._prop_states = {name: self._read_prop(name) for name in self.prop_names}
 
     def set_prop_state(self, name, env_ids, pos, rot, lin_vel, ang_vel) -> None:
         self._check_prop_name(name)
