@@ -44,22 +44,26 @@ def motion_file_for(cfg: DictConfig) -> str | None:
         return None
     if isinstance(defaults, str):
         return resolve_path(defaults)
-    if cfg.robot not in defaults:
-        raise ConfigError(f"task {cfg.task.name} has no default motion_file for robot '{cfg.robot}' "
+    if cfg.robot.name not in defaults:
+        raise ConfigError(f"task {cfg.task.name} has no default motion_file for robot '{cfg.robot.name}' "
                           f"(known: {', '.join(defaults.keys())}); pass motion_file=...")
-    return resolve_path(defaults[cfg.robot])
+    return resolve_path(defaults[cfg.robot.name])
 
 
 def build_env(cfg: DictConfig, rank: int = 0):
     from ase_humanoid.envs import make_env
 
     env_options = OmegaConf.to_container(cfg.task.env, resolve=True) if "env" in cfg.task else {}
+    # The robot group's key/contact bodies apply unless the task sets its own.
+    for key in ("key_bodies", "contact_bodies"):
+        if key in env_options and env_options[key] is None:
+            env_options[key] = list(cfg.robot[key])
     return make_env(
         cfg.task.name,
         num_envs=int(cfg.num_envs),
-        robot=cfg.robot,
+        robot=cfg.robot.name,
         motion_file=motion_file_for(cfg),
-        sim=cfg.sim,
+        sim=cfg.sim.name,
         device=str(cfg.device),
         num_threads=int(cfg.num_threads),
         seed=int(cfg.seed) + 1000 * rank,
@@ -171,7 +175,7 @@ def train(cfg: DictConfig, rank: int = 0, world_size: int = 1) -> Path:
         run_dir.mkdir(parents=True, exist_ok=True)
         OmegaConf.save(cfg, run_dir / "config.yaml", resolve=True)
         print(f"run folder: {run_dir}  task={cfg.task.name} algo={cfg.train.algo} robot={cfg.robot} "
-              f"sim={cfg.sim} device={cfg.device} num_envs={cfg.num_envs} world_size={world_size}", flush=True)
+              f"sim={cfg.sim.name} device={cfg.device} num_envs={cfg.num_envs} world_size={world_size}", flush=True)
     logger = TrainingLogger(run_dir, int(cfg.max_epochs), enabled=is_main)
     try:
         runner.learn(logger)

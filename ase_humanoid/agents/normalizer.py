@@ -5,6 +5,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from ase_humanoid.utils.distributed import all_reduce_moments
+
 
 class RunningMeanStd(nn.Module):
     """Tracks the mean and (population) variance of everything passed to `update`.
@@ -27,11 +29,14 @@ class RunningMeanStd(nn.Module):
     def update(self, x: torch.Tensor) -> None:
         """Fold a batch `[n, *shape]` into the running statistics."""
         x = x.reshape(-1, *self.mean.shape).to(torch.float64)
-        n = x.shape[0]
+        n = torch.tensor(float(x.shape[0]), dtype=torch.float64, device=x.device)
+        total, total_sq = x.sum(dim=0), x.square().sum(dim=0)
+        # Under torch.distributed every rank folds in the moments of all ranks' batches.
+        all_reduce_moments(n, total, total_sq)
         if n == 0:
             return
-        batch_mean = x.mean(dim=0)
-        batch_var = x.var(dim=0, unbiased=False)
+        batch_mean = total / n
+        batch_var = (total_sq / n - batch_mean.square()).clamp_min(0.0)
         total = self.count + n
         delta = batch_mean - self.mean
         # Chan et al. parallel variance: combine the two sums of squared deviations

@@ -55,25 +55,16 @@ def average_gradients_(params) -> None:
         offset += n
 
 
-def _optimizers_of(agent) -> list[torch.optim.Optimizer]:
-    return [v for v in vars(agent).values() if isinstance(v, torch.optim.Optimizer)]
-
-
 def wrap_agent_for_distributed(agent) -> None:
     """Make `agent` train in lock-step with the other ranks.
 
-    Parameters start equal (broadcast from rank 0) and every optimiser averages gradients
-    across ranks right before it steps (a step pre-hook), so they stay equal.
+    Parameters start equal (broadcast from rank 0); after every backward pass the agent calls
+    `grad_sync`, which averages gradients across ranks before clipping and the optimiser step,
+    so they stay equal. Normalisers combine their batch moments across ranks by themselves.
     """
     for module in [v for v in vars(agent).values() if isinstance(v, torch.nn.Module)]:
         broadcast_module_(module)
-    for optimizer in _optimizers_of(agent):
-        params = [p for group in optimizer.param_groups for p in group["params"]]
-
-        def sync(opt, args, kwargs, params=params):
-            average_gradients_(params)
-
-        optimizer.register_step_pre_hook(sync)
+    agent.grad_sync = lambda params: average_gradients_(list(params))
 
 
 def all_reduce_moments(count: torch.Tensor, total: torch.Tensor, total_sq: torch.Tensor) -> None:

@@ -1,0 +1,48 @@
+"""Config composition: unknown keys and choices name the valid ones; auto values resolve."""
+
+import pytest
+
+from ase_humanoid.config import compose_config
+from ase_humanoid.errors import ConfigError
+
+
+def test_defaults_resolve_for_cpu():
+    cfg = compose_config([])
+    assert cfg.task.name == "HumanoidASE" and cfg.train.algo == "ase"
+    assert cfg.device == "cpu" and cfg.sim.name == "mujoco" and cfg.robot.name == "amp_humanoid"
+    assert isinstance(cfg.num_envs, int) and cfg.num_envs > 0
+    assert isinstance(cfg.num_threads, int)
+
+
+def test_task_picks_its_default_algorithm():
+    assert compose_config(["task=HumanoidAMP"]).train.algo == "amp"
+    assert compose_config(["task=HumanoidAMP", "train=ppo"]).train.algo == "ppo"
+
+
+def test_robot_and_sim_groups():
+    cfg = compose_config(["robot=sword_shield", "sim=mujoco"])
+    assert cfg.robot.name == "sword_shield" and "sword" in cfg.robot.key_bodies
+    assert cfg.sim.name == "mujoco"
+
+
+def test_overrides_apply():
+    cfg = compose_config(["num_envs=16", "max_epochs=3", "train.params.learning_rate=1e-4", "task.env.state_init=Start"])
+    assert cfg.num_envs == 16 and cfg.max_epochs == 3
+    assert cfg.train.params.learning_rate == pytest.approx(1e-4)
+    assert cfg.task.env.state_init == "Start"
+
+
+@pytest.mark.parametrize("override, message", [
+    ("num_env=16", "unknown config key 'num_env'.*valid keys there:.*num_envs"),
+    ("train.params.lr=1", "unknown config key 'train.params.lr'.*learning_rate"),
+    ("task=HumanoidFly", "unknown task 'HumanoidFly'; valid choices:.*HumanoidAMP"),
+    ("train=sac", "unknown train 'sac'; valid choices:.*ase"),
+    ("sim=bullet", "unknown sim 'bullet'; valid choices: auto, isaacgym, mujoco, mujoco_warp"),
+    ("robot=atlas", "unknown robot 'atlas'; valid choices: amp_humanoid, sword_shield"),
+    ("num_envs=many", "num_envs"),
+    ("+extra=1", "adding or deleting keys is not allowed"),
+    ("num_envs", "not of the form key=value"),
+])
+def test_bad_overrides_name_the_key_and_valid_choices(override, message):
+    with pytest.raises(ConfigError, match=message):
+        compose_config([override])
