@@ -174,7 +174,7 @@ def train(cfg: DictConfig, rank: int = 0, world_size: int = 1) -> Path:
     if is_main:
         run_dir.mkdir(parents=True, exist_ok=True)
         OmegaConf.save(cfg, run_dir / "config.yaml", resolve=True)
-        print(f"run folder: {run_dir}  task={cfg.task.name} algo={cfg.train.algo} robot={cfg.robot} "
+        print(f"run folder: {run_dir}  task={cfg.task.name} algo={cfg.train.algo} robot={cfg.robot.name} "
               f"sim={cfg.sim.name} device={cfg.device} num_envs={cfg.num_envs} world_size={world_size}", flush=True)
     logger = TrainingLogger(run_dir, int(cfg.max_epochs), enabled=is_main)
     try:

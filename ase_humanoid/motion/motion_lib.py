@@ -31,6 +31,7 @@ import torch
 
 from ase_humanoid.errors import MotionFileError
 from ase_humanoid.motion.dataset import read_motion_entries
+from ase_humanoid.motion.io import load_motion
 from ase_humanoid.robots.description import RobotDescription
 from ase_humanoid.robots.kinematics import (
     dof_pos_to_local_rot,
@@ -86,7 +87,7 @@ class MotionLib:
         self.motion_file = Path(motion_file)
         entries = read_motion_entries(motion_file)
         robot64 = robot.to(dtype=torch.float64)
-        clips = [convert_clip(_load_clip(e.path), robot64, e.path) for e in entries]
+        clips = [convert_clip(load_motion(e.path), robot64, e.path) for e in entries]
         # The robot's tensors live next to the packed data so queries never move them.
         self.robot = robot.to(device=self.device, dtype=dtype)
         self.key_body_ids = torch.tensor(robot.key_body_ids, dtype=torch.long, device=self.device)
@@ -191,17 +192,11 @@ class MotionLib:
 # ---- loading and converting one clip ------------------------------------------------------------
 
 
-def _load_clip(path: Path):
-    from ase_humanoid.motion.poselib_npy import load_poselib
-
-    return load_poselib(path)
-
-
 def convert_clip(clip, robot: RobotDescription, path) -> dict:
     """One clip -> per-frame tensors (see the module docstring) in `robot`'s dtype, plus num_frames, fps.
 
-    `clip`: a MotionClip on the robot's skeleton. Raises MotionFileError naming `path` if the
-    skeleton differs or the clip is empty.
+    `clip`: a MotionClip on the robot's skeleton (MotionClip validates frames, fps and velocities).
+    Raises MotionFileError naming `path` if the skeleton differs from the robot's.
     """
     check_skeleton(clip.skeleton, robot, path)
     dtype = robot.local_translation.dtype
@@ -209,15 +204,13 @@ def convert_clip(clip, robot: RobotDescription, path) -> dict:
     local_rot = rot.quat_normalize(as_t(clip.local_rotation))  # [T, B, 4]
     num_frames = int(local_rot.shape[0])
     fps = float(clip.fps)
-    if num_frames < 1 or not fps > 0:
-        raise MotionFileError(f"{path}: clip has {num_frames} frames at {fps} fps; needs >= 1 frame and fps > 0")
     root_pos = as_t(clip.root_translation)  # [T, 3]
     root_rot = local_rot[:, 0].clone()
     local_rot[:, 0] = rot.quat_identity((), dtype=dtype)
     body_pos, body_rot = forward_kinematics(robot.parent_indices, robot.local_translation, local_rot, root_pos, root_rot)
 
-    body_lin_vel = _stored_or_differenced(clip, "global_velocity", body_pos, fps, as_t)
-    body_ang_vel = _stored_or_differenced_angular(clip, body_rot, fps, as_t)
+    body_lin_vel = as_t(clip.global_velocity)  # [T, B, 3] world frame
+    root_ang_vel = as_t(clip.global_angular_velocity)[:, 0]  # [T, 3] world frame
     dof_pos = local_rot_to_dof_pos(robot, local_rot)
     _warn_unrepresentable(local_rot, dof_pos_to_local_rot(robot, dof_pos), robot, path)
     joint_vel = joint_vel_from_local_rot(robot, local_rot, fps)
@@ -227,7 +220,7 @@ def convert_clip(clip, robot: RobotDescription, path) -> dict:
         "root_pos": root_pos,
         "root_rot": root_rot,
         "root_lin_vel": body_lin_vel[:, 0],
-        "root_ang_vel": body_ang_vel[:, 0],
+        "root_ang_vel": root_ang_vel,
         "local_rot": local_rot,
         "body_pos": body_pos,
         "body_rot": body_rot,
@@ -291,29 +284,6 @@ def joint_vel_from_local_rot(robot: RobotDescription, local_rot: torch.Tensor, f
         axes = robot.dof_axes[robot.hinge_dof_ids].to(local_rot.dtype)  # [H, 3]
         joint_vel[:, robot.hinge_dof_ids] = (rel[:, robot.hinge_body_ids] * axes).sum(-1)
     return joint_vel
-
-
-def _stored_or_differenced(clip, name, body_pos, fps, as_t) -> torch.Tensor:
-    """The clip's stored global velocities `[T, B, 3]`, or central differences of body_pos if absent."""
-    stored = getattr(clip, name, None)
-    if stored is not None:
-        return as_t(stored)
-    if body_pos.shape[0] < 2:
-        return torch.zeros_like(body_pos)
-    return torch.gradient(body_pos, spacing=1.0 / fps, dim=0)[0]
-
-
-def _stored_or_differenced_angular(clip, body_rot, fps, as_t) -> torch.Tensor:
-    """The clip's stored global angular velocities `[T, B, 3]`, or world-frame rotation differences."""
-    stored = getattr(clip, "global_angular_velocity", None)
-    if stored is not None:
-        return as_t(stored)
-    ang = torch.zeros(*body_rot.shape[:-1], 3, dtype=body_rot.dtype)
-    if body_rot.shape[0] > 1:
-        step = rot.quat_mul(body_rot[1:], rot.quat_conjugate(body_rot[:-1]))  # world-frame increment
-        ang[:-1] = rot.quat_to_exp_map(step) * fps
-        ang[-1] = ang[-2]
-    return ang
 
 
 def _warn_unrepresentable(local_rot, reproduced, robot: RobotDescription, path) -> None:

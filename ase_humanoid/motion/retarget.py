@@ -766,38 +766,13 @@ def source_format(path) -> str:
     return fmt
 
 
-def default_asf_path(amc_path) -> Path:
-    """The ASF next to an AMC: same stem, else the CMU subject file (`01_01.amc` -> `01.asf`)."""
-    amc_path = Path(amc_path)
-    same = amc_path.with_suffix(".asf")
-    if same.is_file():
-        return same
-    return amc_path.with_name(amc_path.stem.split("_")[0] + ".asf")
-
-
 def load_source(path, asf=None):
-    """A source MotionClip in the file's own units and axes (any supported format)."""
-    path = Path(path)
-    fmt = source_format(path)
-    if not path.is_file():
-        from ase_humanoid.errors import MotionFileError
+    """A source MotionClip in the file's own units and axes (any format `load_motion` reads)."""
+    from ase_humanoid.motion.io import load_motion
 
-        raise MotionFileError(f"retarget source not found: {path}")
-    if fmt == "bvh":
-        from ase_humanoid.motion.bvh import load_bvh
-
-        return load_bvh(path)
-    if fmt == "amc":
-        from ase_humanoid.motion.asf_amc import load_asf_amc
-
-        return load_asf_amc(path, Path(asf) if asf else default_asf_path(path))
-    if fmt == "fbx":
-        from ase_humanoid.motion.fbx import load_fbx
-
-        return load_fbx(path)
-    from ase_humanoid.motion.poselib_npy import load_poselib
-
-    return load_poselib(path, dtype=torch.float64)
+    source_format(path)
+    options = {"asf": asf} if asf and source_format(path) == "amc" else {}
+    return load_motion(path, dtype=torch.float64, **options)
 
 
 def _per_format(settings: dict, key: str, fmt: str, default=None):
