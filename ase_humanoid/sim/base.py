@@ -157,6 +157,15 @@ class SimBackend(abc.ABC):
     def qpos_for_render(self, env_id: int) -> np.ndarray:
         """MuJoCo qpos `[nq]` (quaternions w, x, y, z) of world `env_id`, for viewers and video."""
 
+    def state_dict(self) -> dict:
+        """Everything needed to continue bitwise where the simulation stands (checkpoints):
+        every world's physics state, the PD targets and the last contact sensor data."""
+        raise NotImplementedError(f"{type(self).__name__} cannot checkpoint its state")
+
+    def load_state_dict(self, state: dict) -> None:
+        """Restore what `state_dict` returned (same model and number of worlds)."""
+        raise NotImplementedError(f"{type(self).__name__} cannot restore a checkpointed state")
+
     def close(self) -> None:
         """Release native resources (thread pools); the backend is unusable afterwards."""
 

@@ -165,6 +165,20 @@ class MujocoCpuBackend(SimBackend):
         np.copyto(self._sensordata, sensordata_out[:, -1])
         self._refresh_from_state(recompute_all=True)
 
+    def state_dict(self) -> dict:
+        return {"backend": "mujoco", "state": self._state.copy(), "ctrl": self._ctrl_targets.copy(),
+                "sensordata": self._sensordata.copy()}
+
+    def load_state_dict(self, state: dict) -> None:
+        if state.get("backend") != "mujoco" or state["state"].shape != self._state.shape:
+            raise ModelError(f"simulator state of backend {state.get('backend')!r} with shape "
+                             f"{getattr(state.get('state'), 'shape', None)} does not fit this "
+                             f"mujoco backend's {self._state.shape}")
+        np.copyto(self._state, state["state"])
+        np.copyto(self._ctrl_targets, state["ctrl"])
+        np.copyto(self._sensordata, state["sensordata"])
+        self._refresh_from_state(recompute_all=True)
+
     def close(self) -> None:
         if self._pool is not None:
             self._pool.close()
