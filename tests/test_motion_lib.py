@@ -1,7 +1,6 @@
 """MotionLib on the bundled clips: loading, packing, interpolation, velocities, conversion to the
 simulator's coordinates (checked against MuJoCo's own kinematics), sampling and input errors."""
 
-import math
 import warnings
 from pathlib import Path
 
