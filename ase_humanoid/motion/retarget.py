@@ -578,8 +578,8 @@ def auto_source_tpose(
 ) -> torch.Tensor:
     """A source T-pose [Js, 4] (global rotations, source frame) built from the skeleton's rest
     pose (all local rotations identity): each mapped joint with exactly one mapped child is
-    turned so its bone (joint -> that child) points like the target's bone in the target T-pose.
-    For sources whose rest pose is only roughly a T-pose (CMU: legs splayed 20 deg) and that
+    turned so its bone (joint -> that child) points like the target's bone in the target T-pose;
+    limb ends (no mapped child) turn with their mapped parent; branching joints stay. For sources whose rest pose is only roughly a T-pose (CMU: legs splayed 20 deg) and that
     have no T-pose frame."""
     names = list(src_skeleton.node_names)
     src_idx, tgt_idx = resolve_joint_map(config.joint_map, names, robot.body_names)
@@ -602,15 +602,17 @@ def auto_source_tpose(
 
     children = {t: [c for c in mapped_tgt if mapped_parent(c) == t] for t in mapped_tgt}
     tpose = rest_rot.clone()
-    for t, s in mapped_tgt.items():
-        if len(children[t]) != 1:
-            continue
-        c = children[t][0]
-        src_bone = rest_pos[mapped_tgt[c]] - rest_pos[s]
-        tgt_bone = rot.quat_rotate(R_inv, tgt_pos[c] - tgt_pos[t])
-        if src_bone.norm() < 1e-9 or tgt_bone.norm() < 1e-9:
-            continue
-        tpose[s] = shortest_arc(src_bone, tgt_bone)
+    for t in sorted(mapped_tgt):  # parents before children
+        s = mapped_tgt[t]
+        if len(children[t]) == 1:
+            c = children[t][0]
+            src_bone = rest_pos[mapped_tgt[c]] - rest_pos[s]
+            tgt_bone = rot.quat_rotate(R_inv, tgt_pos[c] - tgt_pos[t])
+            if src_bone.norm() > 1e-9 and tgt_bone.norm() > 1e-9:
+                tpose[s] = shortest_arc(src_bone, tgt_bone)
+        elif not children[t] and mapped_parent(t) >= 0:
+            # An end (hand, foot, head) turns with its limb, keeping its rest pose relative to it.
+            tpose[s] = tpose[mapped_tgt[mapped_parent(t)]]
     return tpose
 
 
