@@ -152,7 +152,7 @@ class Runner:
             stats = self.agent.update()
             t_end = time.perf_counter()
             self.epoch += 1
-            stats = dict(stats)
+            stats = {f"train/{k}": float(v) for k, v in stats.items()}
             stats.update(timings)
             stats.update(self.episodes.pop_means())
             stats["time/update"] = t_end - t_update

@@ -1,7 +1,9 @@
-"""TensorBoard scalars plus one compact console line per epoch with a progress bar."""
+"""TensorBoard scalars, a metrics.jsonl line per epoch (easy to read back in scripts and tests),
+and one compact console line per epoch with a progress bar."""
 
 from __future__ import annotations
 
+import json
 import sys
 import time
 from pathlib import Path
@@ -24,11 +26,11 @@ class TrainingLogger:
     # Console line keys, in order, when present in the stats (short name, format).
     CONSOLE_KEYS = (
         ("episode/length", "len", "{:.0f}"),
-        ("reward/task", "task", "{:.3f}"),
-        ("reward/style", "style", "{:.3f}"),
-        ("reward/encoder", "enc", "{:.3f}"),
-        ("disc/accuracy_agent", "acc_a", "{:.2f}"),
-        ("disc/accuracy_demo", "acc_d", "{:.2f}"),
+        ("train/task_reward_mean", "task", "{:.3f}"),
+        ("train/disc_reward_mean", "style", "{:.3f}"),
+        ("train/enc_reward_mean", "enc", "{:.3f}"),
+        ("train/disc_agent_acc", "acc_a", "{:.2f}"),
+        ("train/disc_demo_acc", "acc_d", "{:.2f}"),
         ("perf/samples_per_s", "sps", "{:.0f}"),
     )
 
@@ -38,6 +40,7 @@ class TrainingLogger:
         self.stream = stream
         self.start_time = time.time()
         self.writer = SummaryWriter(str(Path(run_dir) / "tensorboard")) if enabled else None
+        self.metrics_path = Path(run_dir) / "metrics.jsonl"
 
     def log(self, epoch: int, global_step: int, stats: dict[str, float]) -> None:
         if not self.enabled:
@@ -45,6 +48,8 @@ class TrainingLogger:
         for key, value in stats.items():
             self.writer.add_scalar(key, value, global_step)
         self.writer.flush()
+        with open(self.metrics_path, "a") as f:
+            f.write(json.dumps({"epoch": epoch, "global_step": global_step, **stats}) + "\n")
         parts = [f"epoch {epoch:>6d}/{self.max_epochs}", progress_bar(epoch / max(self.max_epochs, 1))]
         for key, short, fmt in self.CONSOLE_KEYS:
             if key in stats:

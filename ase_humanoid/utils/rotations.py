@@ -196,8 +196,10 @@ def slerp(q0: torch.Tensor, q1: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
 
 def quat_angle_between(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """Angle `[...]` in [0, pi] of the rotation a^-1 b."""
-    dot = (a * b).sum(dim=-1).abs().clamp(max=1.0)
-    return 2.0 * torch.acos(dot)
+    # atan2 of the relative rotation's vector and scalar parts stays accurate near 0, where
+    # acos of a dot product loses half the float digits.
+    rel = quat_mul(quat_conjugate(a), b)
+    return 2.0 * torch.atan2(rel[..., :3].norm(dim=-1), rel[..., 3].abs())
 
 
 def wxyz_to_xyzw(q):
