@@ -136,8 +136,10 @@ class _AsfParser:
 
     def feed(self, number: int, line: str) -> None:
         if line.startswith(":"):
-            keyword, *rest = line[1:].split(None, 1)
-            self.section = keyword.lower()
+            words = line[1:].split()
+            if not words:
+                raise self.error(number, "':' without a section name")
+            self.section = words[0].lower()
             self.seen_sections.add(self.section)
             return
         tokens = line.split()

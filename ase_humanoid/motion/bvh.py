@@ -153,6 +153,11 @@ def _parse_joint(cursor: _Tokens, joints: list[_Joint], parent: int) -> None:
             for _ in range(3):
                 cursor.number(f"End Site OFFSET under {joint.name!r}")
             cursor.expect("}")
+        elif _channel_kind(keyword) is not None:
+            raise MotionFileError(
+                f"{cursor.path}: hierarchy: joint {joint.name!r} lists more channel names than its "
+                f"CHANNELS count {len(joint.channels)} ({keyword!r} left over)"
+            )
         else:
             raise MotionFileError(f"{cursor.path}: hierarchy: unexpected {keyword!r} in joint {joint.name!r}")
 

@@ -54,7 +54,7 @@ def load_fbx(
         raise MotionFileError(f"{path}: file is empty")
     try:
         scene = ufbx.load_file(str(path))
-    except ufbx.UfbxError as err:
+    except (ufbx.UfbxError, RuntimeError, OSError) as err:  # RuntimeError: ufbx's internal panics
         raise MotionFileError(f"{path}: ufbx cannot read it: {err}") from None
     try:
         return _read_scene(ufbx, scene, path, root_joint, scale, fps, dtype)
