@@ -186,3 +186,22 @@ def test_cli_writes_a_loadable_clip(tmp_path):
     clip = load_poselib(out)
     assert clip.skeleton.node_names == load_robot("amp_humanoid").body_names and clip.fps == 30
     assert tool.main(["--preset", "cmu", "--source", str(MOCAP / "cmu_fbx" / "09_11_cmu.fbx")]) == 2  # no --out
+
+
+@pytest.mark.parametrize("dataset, robot_name, count", [
+    ("dataset_sword_shield.yaml", "sword_shield", 8),
+    ("dataset_amp_humanoid_retargeted.yaml", "amp_humanoid", 9),
+])
+def test_bundled_retargeted_clips_load_in_motion_lib(dataset, robot_name, count):
+    from ase_humanoid.motion.motion_lib import MotionLib
+
+    robot = load_robot(robot_name)
+    lib = MotionLib(ROOT / "motions" / dataset, robot)
+    assert lib.num_motions == count
+    # On the floor: the lowest collision-geom point of every clip is at z = 0 within 1 mm.
+    geoms = robot_geoms(robot)
+    for entry in lib.motion_names:
+        clip = load_poselib(ROOT / "motions" / "retargeted" / f"{entry}.npy")
+        assert clip.skeleton.node_names == robot.body_names
+        lowest = lowest_geom_height(geoms, clip.global_translation, clip.global_rotation).min()
+        assert abs(float(lowest)) < 1e-3, entry
