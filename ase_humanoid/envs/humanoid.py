@@ -60,15 +60,40 @@ class Marker:
 
 
 @dataclass
+class RobotStates:
+    """Humanoid states for a batch of n envs (world frame, xyzw), as `set_robot_state` takes them."""
+
+    root_pos: torch.Tensor  # [n, 3]
+    root_rot: torch.Tensor  # [n, 4]
+    root_lin_vel: torch.Tensor  # [n, 3]
+    root_ang_vel: torch.Tensor  # [n, 3]
+    dof_pos: torch.Tensor  # [n, D]
+    dof_vel: torch.Tensor  # [n, D]
+
+    def as_tuple(self) -> tuple:
+        return (self.root_pos, self.root_rot, self.root_lin_vel, self.root_ang_vel, self.dof_pos, self.dof_vel)
+
+    @staticmethod
+    def cat(batches: list["RobotStates"]) -> "RobotStates":
+        return RobotStates(*(torch.cat(parts, dim=0) for parts in zip(*(b.as_tuple() for b in batches))))
+
+
+@dataclass
 class ResetPlan:
-    """How a batch of envs was reset: which of them came from reference motions, and from where.
+    """Initial states for some of the envs being reset (others, e.g. recovery episodes, keep
+    theirs), and which of them come from reference motions, for their AMP history."""
 
-    Used to fill the AMP history of reference-initialised envs from the clip.
-    """
-
-    ref_env_ids: torch.Tensor  # [r] long
+    env_ids: torch.Tensor  # [n] long: envs whose humanoid state is set
+    states: RobotStates  # [n]
+    ref_env_ids: torch.Tensor  # [r] long, a subset of env_ids
     ref_motion_ids: torch.Tensor  # [r] long
     ref_times: torch.Tensor  # [r] seconds
+
+    @staticmethod
+    def cat(plans: list["ResetPlan"]) -> "ResetPlan":
+        return ResetPlan(torch.cat([p.env_ids for p in plans]), RobotStates.cat([p.states for p in plans]),
+                         torch.cat([p.ref_env_ids for p in plans]), torch.cat([p.ref_motion_ids for p in plans]),
+                         torch.cat([p.ref_times for p in plans]))
 
 
 def make_config(config_class, cfg, overrides: Mapping[str, Any]):
@@ -333,9 +358,10 @@ class Humanoid:
             fields = tuple(x[env_ids] for x in fields)
             key_pos = key_pos[env_ids]
         root_pos, root_rot, root_lin_vel, root_ang_vel, dof_pos, dof_vel = fields
-        joint_vel = joint_vel_from_dof_vel(self.robot, dof_pos, dof_vel)
-        return obs_fn.amp_observation(self.robot, root_pos, root_rot, root_lin_vel, root_ang_vel,
-                                      dof_pos, joint_vel, key_pos, self.cfg.local_root_obs)
+        return obs_fn.amp_observation(root_pos, root_rot, root_lin_vel, root_ang_vel,
+                                      obs_fn.joint_rotations(self.robot, dof_pos),
+                                      joint_vel_from_dof_vel(self.robot, dof_pos, dof_vel), key_pos,
+                                      self.cfg.local_root_obs)
 
     def amp_obs_from_motion(self, motion_ids: torch.Tensor, times: torch.Tensor) -> torch.Tensor:
         """AMP observation steps `[n, per_step]` of the MotionLib's clips at `times [n]`.
@@ -347,8 +373,8 @@ class Humanoid:
         local_rot = dof_pos_to_local_rot(self.robot, ms.dof_pos)
         body_pos, _ = forward_kinematics(self.robot.parent_indices, self.robot.local_translation,
                                          local_rot, ms.root_pos, ms.root_rot)
-        return obs_fn.amp_observation(self.robot, ms.root_pos, ms.root_rot, ms.root_lin_vel,
-                                      ms.root_ang_vel, ms.dof_pos, ms.joint_vel,
+        return obs_fn.amp_observation(ms.root_pos, ms.root_rot, ms.root_lin_vel, ms.root_ang_vel,
+                                      local_rot[:, self.robot.dof_body_ids], ms.joint_vel,
                                       body_pos[:, self.key_body_ids], self.cfg.local_root_obs)
 
     def policy_obs_from_motion(self, motion_ids: torch.Tensor, times: torch.Tensor) -> torch.Tensor:
@@ -382,55 +408,69 @@ class Humanoid:
 
     def reset_envs(self, env_ids: torch.Tensor) -> None:
         """Reset the humanoids, counters, task and AMP history of `env_ids [n]`."""
-        plan = self.reset_actors(env_ids)
+        plan = self.plan_reset(env_ids)
+        if len(plan.env_ids):
+            # one state write for the whole batch: the backend refreshes its state once
+            self.sim.set_robot_state(plan.env_ids, *plan.states.as_tuple())
         self.episode_steps[env_ids] = 0
         self.episode_return[env_ids] = 0.0
         self.reset_task(env_ids)
         self._init_amp_history(env_ids, plan)
 
-    def reset_actors(self, env_ids: torch.Tensor) -> ResetPlan:
-        """Put the humanoids of `env_ids` into their initial states by `state_init`."""
+    def plan_reset(self, env_ids: torch.Tensor) -> ResetPlan:
+        """Initial states of the humanoids of `env_ids` by `state_init` (subclasses add modes)."""
         mode = self.cfg.state_init
         if mode == "Default":
-            self.reset_default(env_ids)
-            return self._empty_plan()
+            return self.default_plan(env_ids)
         if mode in ("Start", "Random"):
-            return self.reset_reference(env_ids, random_time=mode == "Random")
+            return self.reference_plan(env_ids, random_time=mode == "Random")
         # Hybrid
         use_ref = self._bernoulli(len(env_ids), self.cfg.hybrid_init_prob)
-        self.reset_default(env_ids[~use_ref])
-        return self.reset_reference(env_ids[use_ref], random_time=True)
+        return ResetPlan.cat([self.default_plan(env_ids[~use_ref]),
+                              self.reference_plan(env_ids[use_ref], random_time=True)])
 
-    def reset_default(self, env_ids: torch.Tensor) -> None:
+    def default_plan(self, env_ids: torch.Tensor) -> ResetPlan:
         """Standing pose: root at DEFAULT_ROOT_HEIGHT, identity rotation, zero DoFs, at rest."""
         n = len(env_ids)
-        if n == 0:
-            return
         root_pos = torch.zeros(n, 3, device=self.device)
         root_pos[:, 2] = DEFAULT_ROOT_HEIGHT
         zeros3 = torch.zeros(n, 3, device=self.device)
         dofs = torch.zeros(n, self.robot.num_dofs, device=self.device)
-        self.sim.set_robot_state(env_ids, root_pos, rot.quat_identity(n, device=self.device),
-                                 zeros3, zeros3, dofs, dofs)
+        states = RobotStates(root_pos, rot.quat_identity(n, device=self.device), zeros3, zeros3, dofs, dofs)
+        return self.plan_without_reference(env_ids, states)
 
-    def reset_reference(self, env_ids: torch.Tensor, random_time: bool = True,
-                        motion_ids: torch.Tensor | None = None,
-                        times: torch.Tensor | None = None) -> ResetPlan:
+    def reference_plan(self, env_ids: torch.Tensor, random_time: bool = True,
+                       motion_ids: torch.Tensor | None = None,
+                       times: torch.Tensor | None = None) -> ResetPlan:
         """Reference-state init: clips sampled by weight (or `motion_ids`), at a uniform time
         (`random_time`), t = 0, or `times`."""
         n = len(env_ids)
-        if n == 0:
-            return self._empty_plan()
         motion_lib = self._require_motion_lib(f"state_init={self.cfg.state_init!r}")
         if motion_ids is None:
-            motion_ids = motion_lib.sample_motions(n, generator=self.generator)
+            motion_ids = (motion_lib.sample_motions(n, generator=self.generator) if n
+                          else torch.zeros(0, dtype=torch.long, device=self.device))
         if times is None:
             times = (motion_lib.sample_time(motion_ids, generator=self.generator) if random_time
                      else torch.zeros(n, device=self.device))
         ms = motion_lib.get_motion_state(motion_ids, times)
-        self.sim.set_robot_state(env_ids, ms.root_pos, ms.root_rot, ms.root_lin_vel,
-                                 ms.root_ang_vel, ms.dof_pos, ms.dof_vel)
-        return ResetPlan(env_ids, motion_ids, times)
+        states = RobotStates(ms.root_pos, ms.root_rot, ms.root_lin_vel, ms.root_ang_vel, ms.dof_pos, ms.dof_vel)
+        return ResetPlan(env_ids, states, env_ids, motion_ids, times)
+
+    def plan_without_reference(self, env_ids: torch.Tensor, states: RobotStates) -> ResetPlan:
+        """A plan that sets `states` on `env_ids`, none of them from a reference motion."""
+        empty = torch.zeros(0, dtype=torch.long, device=self.device)
+        return ResetPlan(env_ids, states, empty, empty, torch.zeros(0, device=self.device))
+
+    def reset_reference(self, env_ids: torch.Tensor, motion_ids: torch.Tensor | None = None,
+                        times: torch.Tensor | None = None) -> None:
+        """Reset `env_ids` to reference states (sampled, or the given clips and times) now,
+        AMP history included; e.g. to inspect or test a clip."""
+        plan = self.reference_plan(env_ids, random_time=True, motion_ids=motion_ids, times=times)
+        self.sim.set_robot_state(plan.env_ids, *plan.states.as_tuple())
+        self.episode_steps[env_ids] = 0
+        self.episode_return[env_ids] = 0.0
+        self.reset_task(env_ids)
+        self._init_amp_history(env_ids, plan)
 
     def _init_amp_history(self, env_ids: torch.Tensor, plan: ResetPlan) -> None:
         """Fill the AMP history of freshly reset envs (see module docstring)."""
@@ -447,10 +487,6 @@ class Humanoid:
         self.amp_history[plan.ref_env_ids, 1:] = past.reshape(r, steps - 1, -1)
 
     # ---- helpers ------------------------------------------------------------------------------
-
-    def _empty_plan(self) -> ResetPlan:
-        empty = torch.zeros(0, dtype=torch.long, device=self.device)
-        return ResetPlan(empty, empty, torch.zeros(0, device=self.device))
 
     def _bernoulli(self, n: int, prob: float) -> torch.Tensor:
         """`[n]` bool, each True with probability `prob` (env's own generator)."""

@@ -84,17 +84,15 @@ def policy_observation(
 
 def joint_rotations(robot: RobotDescription, dof_pos: torch.Tensor) -> torch.Tensor:
     """Local rotation of each joint group `[..., J, 4]` from hinge angles `[..., D]`."""
-    local_rot = dof_pos_to_local_rot(robot, dof_pos)
-    return local_rot[..., robot.dof_body_ids, :]
+    return dof_pos_to_local_rot(robot, dof_pos)[..., robot.dof_body_ids, :]
 
 
 def amp_observation(
-    robot: RobotDescription,
     root_pos: torch.Tensor,
     root_rot: torch.Tensor,
     root_lin_vel: torch.Tensor,
     root_ang_vel: torch.Tensor,
-    dof_pos: torch.Tensor,
+    joint_rot: torch.Tensor,
     joint_vel: torch.Tensor,
     key_body_pos: torch.Tensor,
     local_root_obs: bool = True,
@@ -102,7 +100,8 @@ def amp_observation(
     """One step of the AMP observation `[..., 13 + 6 J + D + 3 K]`.
 
     root_pos, root_lin_vel, root_ang_vel `[..., 3]` (world frame), root_rot `[..., 4]`,
-    dof_pos `[..., D]` (hinge angles), joint_vel `[..., D]` (joint-velocity convention, see
+    joint_rot `[..., J, 4]` (local rotation of each joint group, `joint_rotations`),
+    joint_vel `[..., D]` (joint-velocity convention, see
     `robots.kinematics.joint_vel_from_dof_vel`), key_body_pos `[..., K, 3]` (world).
     """
     heading_inv = rot.calc_heading_quat_inv(root_rot)  # [..., 4]
@@ -112,7 +111,6 @@ def amp_observation(
                          key_body_pos - root_pos.unsqueeze(-2)], dim=-2)  # [..., 2 + K, 3]
     local_vectors = rot.quat_rotate(heading_inv.unsqueeze(-2), vectors)
 
-    dof_obs = rot.quat_to_tan_norm(joint_rotations(robot, dof_pos))  # [..., J, 6]
     lead = root_pos.shape[:-1]
     return torch.cat(
         [
@@ -120,7 +118,7 @@ def amp_observation(
             rot.quat_to_tan_norm(root_rot_obs),
             local_vectors[..., 0, :],
             local_vectors[..., 1, :],
-            dof_obs.reshape(*lead, -1),
+            rot.quat_to_tan_norm(joint_rot).reshape(*lead, -1),
             joint_vel,
             local_vectors[..., 2:, :].reshape(*lead, -1),
         ],

@@ -39,9 +39,11 @@ def timeout(episode_steps: torch.Tensor, max_episode_length: int) -> torch.Tenso
 
 
 def nonfinite_envs(*tensors: torch.Tensor) -> torch.Tensor:
-    """`[N]` bool: envs with a NaN or inf anywhere in any of `tensors` (each `[N, ...]`)."""
-    bad = None
-    for tensor in tensors:
-        env_bad = ~torch.isfinite(tensor.reshape(tensor.shape[0], -1)).all(dim=-1)
-        bad = env_bad if bad is None else bad | env_bad
-    return bad
+    """`[N]` bool: envs with a NaN or inf anywhere in any of `tensors` (each `[N, ...]`).
+
+    One sum per env: NaN and inf propagate through it (a sum beyond the float range also counts,
+    and such a state is broken anyway).
+    """
+    num_envs = tensors[0].shape[0]
+    flat = torch.cat([t.reshape(num_envs, -1) for t in tensors], dim=-1)
+    return ~torch.isfinite(flat.sum(dim=-1))

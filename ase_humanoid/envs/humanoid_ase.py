@@ -1,0 +1,113 @@
+"""`HumanoidASE`: ASE low-level-controller pre-training with getup.
+
+On top of the AMP humanoid (the ASE agent brings the latents, encoder and diversity terms):
+
+* **Fall pool.** At start-up `fall_pool_size` humanoids (default max(num_envs, 64)) are dropped
+  from 1 m with uniformly random root rotations and driven by random actions (uniform in
+  [-0.5, 0.5], redrawn every control step) for `fall_steps` (150) control steps, all in one
+  batched simulator of their own. Their final root poses and DoF positions, at rest (zero
+  velocities), are the pool. With probability `fall_init_prob` (0.1) a reset starts from a
+  random pool state.
+* **Recovery episodes.** When an env terminates (a fall), with probability
+  `recovery_episode_prob` (0.2) its reset keeps the humanoid where it lies: a new episode starts
+  from the fallen state (the agent has seen `terminated`), and early termination is suppressed for
+  its first `recovery_steps` (60) control steps, so the policy gets that long to get up. Resets
+  from the fall pool get the same grace period.
+* Every other reset uses the configured `state_init` (default Hybrid).
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ase_humanoid.envs.config import HumanoidASEConfig
+from ase_humanoid.envs.humanoid import Humanoid, ResetPlan, RobotStates
+from ase_humanoid.envs.terminations import nonfinite_envs
+from ase_humanoid.sim.base import make_backend
+from ase_humanoid.utils import rotations as rot
+
+FALL_DROP_HEIGHT = 1.0
+"""Root height (m) the fall-pool humanoids are dropped from: clear of the floor in any rotation
+of the standing pose, low enough not to bounce."""
+FALL_ACTION_RANGE = 0.5
+"""Random actions of the fall-pool run are uniform in [-this, this]."""
+
+
+class HumanoidASE(Humanoid):
+    """ASE pre-training environment with a fall pool and recovery episodes (see module docstring)."""
+
+    config_class = HumanoidASEConfig
+
+    def __init__(self, cfg=None, **overrides):
+        super().__init__(cfg, **overrides)
+        self.recovery_counter = torch.zeros(self.num_envs, dtype=torch.long, device=self.device)
+        pool_size = self.cfg.fall_pool_size or max(self.num_envs, 64)
+        self.fall_root_pos, self.fall_root_rot, self.fall_dof_pos = self._generate_fall_pool(pool_size)
+
+    def _generate_fall_pool(self, pool_size: int):
+        """Simulate `pool_size` random falls in one batched run; returns root_pos [P, 3],
+        root_rot [P, 4] and dof_pos [P, D] of the final (finite) states."""
+        cfg, robot, dev, g = self.cfg, self.robot, self.device, self.generator
+        sim = make_backend(cfg.sim, robot, pool_size, device=dev, num_threads=cfg.num_threads)
+        try:
+            root_pos = torch.zeros(pool_size, 3, device=dev)
+            root_pos[:, 2] = FALL_DROP_HEIGHT
+            # Normalised Gaussian 4-vectors are uniformly distributed rotations.
+            root_rot = rot.quat_normalize(torch.randn(pool_size, 4, generator=g, device=dev))
+            zeros3 = torch.zeros(pool_size, 3, device=dev)
+            dofs = torch.zeros(pool_size, robot.num_dofs, device=dev)
+            sim.set_robot_state(torch.arange(pool_size, device=dev), root_pos, root_rot, zeros3,
+                                zeros3, dofs, dofs)
+            for _ in range(cfg.fall_steps):
+                actions = FALL_ACTION_RANGE * (2.0 * torch.rand(pool_size, robot.num_dofs, generator=g,
+                                                                device=dev) - 1.0)
+                sim.set_pd_targets(robot.action_to_pd_target(actions))
+                sim.step(cfg.control_substeps)
+            s = sim.state
+            good = ~nonfinite_envs(s.root_pos, s.root_rot, s.dof_pos)
+            if not bool(good.any()):
+                raise RuntimeError("every fall-pool simulation became non-finite")
+            return s.root_pos[good].clone(), rot.quat_normalize(s.root_rot[good]), s.dof_pos[good].clone()
+        finally:
+            sim.close()
+
+    @property
+    def fall_pool_size(self) -> int:
+        return int(self.fall_root_pos.shape[0])
+
+    # ---- recovery bookkeeping -----------------------------------------------------------------
+
+    def post_physics_step(self) -> None:
+        super().post_physics_step()
+        self.recovery_counter = (self.recovery_counter - 1).clamp_min(0)
+
+    def compute_terminated(self) -> torch.Tensor:
+        """Falls, except during the grace period of recovery / fall-pool episodes."""
+        return super().compute_terminated() & (self.recovery_counter == 0)
+
+    # ---- resets -------------------------------------------------------------------------------
+
+    def plan_reset(self, env_ids: torch.Tensor) -> ResetPlan:
+        cfg = self.cfg
+        # Recovery: only envs that fell (finite state) this step may continue where they lie;
+        # their humanoid state is left as it is.
+        can_recover = self.terminated_buf[env_ids] & ~self.nonfinite_buf[env_ids]
+        recover = can_recover & self._bernoulli(len(env_ids), cfg.recovery_episode_prob)
+        self.recovery_counter[env_ids[recover]] = cfg.recovery_steps
+
+        others = env_ids[~recover]
+        from_pool = self._bernoulli(len(others), cfg.fall_init_prob)
+        fall_ids, rest = others[from_pool], others[~from_pool]
+        self.recovery_counter[fall_ids] = cfg.recovery_steps
+        self.recovery_counter[rest] = 0
+        return ResetPlan.cat([self.fall_plan(fall_ids), super().plan_reset(rest)])
+
+    def fall_plan(self, env_ids: torch.Tensor) -> ResetPlan:
+        """Random fall-pool states, at rest, for `env_ids`."""
+        n = len(env_ids)
+        pick = torch.randint(0, self.fall_pool_size, (n,), generator=self.generator, device=self.device)
+        zeros3 = torch.zeros(n, 3, device=self.device)
+        dof_pos = self.fall_dof_pos[pick]
+        states = RobotStates(self.fall_root_pos[pick], self.fall_root_rot[pick], zeros3, zeros3,
+                             dof_pos, torch.zeros_like(dof_pos))
+        return self.plan_without_reference(env_ids, states)

@@ -1,0 +1,50 @@
+"""`HumanoidViewMotion`: plays the MotionLib's clips kinematically, for inspection in a viewer.
+
+Env i plays clip i mod num_motions from t = 0. Every control step sets the simulator's humanoid
+state to the clip at t = episode step * dt (looping over the clip), with no physics step and no
+forces: the simulator only does the kinematics, so what the viewer shows (`render_state`) is the
+clip as the humanoid's joints reproduce it. Actions are ignored (any `[N, D]` tensor, or None).
+Observations and AMP observations are computed as in the other envs; the reward is 0 and an
+episode ends only at `max_episode_length`.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ase_humanoid.envs.config import HumanoidViewMotionConfig
+from ase_humanoid.envs.humanoid import Humanoid, ResetPlan
+
+
+class HumanoidViewMotion(Humanoid):
+    """Kinematic clip playback (see module docstring)."""
+
+    config_class = HumanoidViewMotionConfig
+
+    def setup_task(self) -> None:
+        motion_lib = self._require_motion_lib("HumanoidViewMotion")
+        self.env_motion_ids = torch.arange(self.cfg.num_envs, device=self.device) % motion_lib.num_motions
+
+    def step(self, actions=None):
+        if actions is None:
+            actions = torch.zeros(self.num_envs, self.num_actions, device=self.device)
+        return super().step(actions)
+
+    def motion_times(self) -> torch.Tensor:
+        """Clip time `[N]` (seconds) each env shows now, looping over its clip."""
+        return self._clip_time(self.episode_steps)
+
+    def _clip_time(self, steps: torch.Tensor) -> torch.Tensor:
+        length = self.motion_lib.get_motion_length(self.env_motion_ids).clamp_min(self.control_dt)
+        return torch.remainder(steps.to(length.dtype) * self.control_dt, length)
+
+    def simulate(self, actions: torch.Tensor) -> None:
+        """Set the state from the clip at the time this step reaches; no physics."""
+        ms = self.motion_lib.get_motion_state(self.env_motion_ids, self._clip_time(self.episode_steps + 1))
+        self.sim.set_robot_state(torch.arange(self.num_envs, device=self.device), ms.root_pos,
+                                 ms.root_rot, ms.root_lin_vel, ms.root_ang_vel, ms.dof_pos, ms.dof_vel)
+
+    def plan_reset(self, env_ids: torch.Tensor) -> ResetPlan:
+        """Every episode starts at the beginning of the env's clip."""
+        return self.reference_plan(env_ids, motion_ids=self.env_motion_ids[env_ids],
+                                   times=torch.zeros(len(env_ids), device=self.device))

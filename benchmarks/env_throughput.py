@@ -1,0 +1,137 @@
+"""Environment throughput: control steps per second of a humanoid env against raw MuJoCo rollout.
+
+    python benchmarks/env_throughput.py --task HumanoidASE --envs 256 --threads 2 --json
+
+The env runs with uniformly random actions, including everything a training step needs
+(observations, AMP observations, rewards, terminations, resets). The reference is the bare
+physics of the same model: `mujoco.rollout` with the same number of worlds, threads and
+substeps per control step and the same random PD targets, started from the env's initial
+states, with nothing else per step. `ratio` = env steps/s / raw steps/s (1.0 would mean the env
+adds no overhead to the physics). Prints one JSON object with --json, else a short summary.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import mujoco
+import mujoco.rollout
+import numpy as np
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from ase_humanoid.envs import make_env  # noqa: E402
+
+DEFAULT_MOTION_FILE = Path(__file__).resolve().parents[1] / "motions" / "dataset_amp_humanoid_all.yaml"
+NUM_ACTION_SETS = 32  # random action batches cycled through by both loops
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--task", default="HumanoidASE")
+    parser.add_argument("--envs", type=int, default=256)
+    parser.add_argument("--sim", default="mujoco")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--seconds", type=float, default=5.0, help="measuring time of each loop")
+    parser.add_argument("--motion-file", default=str(DEFAULT_MOTION_FILE))
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--torch-threads", type=int, default=1,
+                        help="torch intra-op threads for the env's tensor math (small tensors: 1 is fastest)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    return parser.parse_args(argv)
+
+
+def timed_loop(step, seconds: float, warmup: int = 10) -> tuple[int, float]:
+    """Call step(i) for `warmup` calls, then for about `seconds`; returns (calls, elapsed)."""
+    for i in range(warmup):
+        step(i)
+    calls, start = 0, time.perf_counter()
+    while True:
+        step(calls)
+        calls += 1
+        elapsed = time.perf_counter() - start
+        if elapsed >= seconds:
+            return calls, elapsed
+
+
+def main(argv=None) -> dict:
+    args = parse_args(argv)
+    torch.set_num_threads(args.torch_threads)
+    torch.manual_seed(args.seed)
+    env_kwargs = dict(num_envs=args.envs, sim=args.sim, num_threads=args.threads,
+                      device=args.device, seed=args.seed)
+    if args.task != "HumanoidPerturb":
+        env_kwargs["motion_file"] = args.motion_file
+    startup = time.perf_counter()
+    env = make_env(args.task, **env_kwargs)
+    env.reset()
+    startup = time.perf_counter() - startup
+    actions = 2.0 * torch.rand(NUM_ACTION_SETS, env.num_envs, env.num_actions, device=env.device) - 1.0
+
+    stats = {"resets": 0}
+
+    def env_step(i):
+        _, _, terminated, truncated, _ = env.step(actions[i % NUM_ACTION_SETS])
+        stats["resets"] += int((terminated | truncated).sum())
+
+    env_calls, env_time = timed_loop(env_step, args.seconds)
+
+    # Raw physics: the same model, worlds, threads, substeps and PD targets; nothing else.
+    model = env.mj_model
+    substeps = env.cfg.control_substeps
+    full = int(mujoco.mjtState.mjSTATE_FULLPHYSICS)
+    env.reset()
+    state = np.stack([_world_state(model, env.render_state(i), full) for i in range(env.num_envs)])
+    targets = env.robot.action_to_pd_target(actions).cpu().numpy().astype(np.float64)
+    controls = np.repeat(targets[:, :, None, :], substeps, axis=2)  # [K, N, substeps, nu]
+    threads = args.threads
+    pool = mujoco.rollout.Rollout(nthread=threads if threads > 1 else 0)
+    datas = [mujoco.MjData(model) for _ in range(threads)]
+    models = [model] * env.num_envs
+    out = np.empty((env.num_envs, substeps, state.shape[1]))
+
+    def raw_step(i):
+        pool.rollout(models, datas, state, controls[i % NUM_ACTION_SETS],
+                     control_spec=int(mujoco.mjtState.mjSTATE_CTRL), skip_checks=True, nstep=substeps,
+                     initial_warmstart=None, state=out)
+        np.copyto(state, out[:, -1])
+
+    raw_calls, raw_time = timed_loop(raw_step, args.seconds)
+    pool.close()
+    env.close()
+
+    env_rate = env_calls * env.num_envs / env_time
+    raw_rate = raw_calls * env.num_envs / raw_time
+    result = {
+        "task": args.task, "sim": args.sim, "num_envs": env.num_envs, "threads": threads,
+        "substeps": substeps, "torch_threads": args.torch_threads, "env_steps_per_s": round(env_rate, 1),
+        "raw_env_steps_per_s": round(raw_rate, 1), "ratio": round(env_rate / raw_rate, 3),
+        "env_step_ms": round(1e3 * env_time / env_calls, 3), "raw_step_ms": round(1e3 * raw_time / raw_calls, 3),
+        "episode_resets": stats["resets"], "startup_s": round(startup, 2),
+    }
+    if args.json:
+        print(json.dumps(result))
+    else:
+        print(f"{args.task} x{env.num_envs} ({args.sim}, {threads} threads): "
+              f"{env_rate:.0f} env steps/s, raw rollout {raw_rate:.0f}/s, ratio {env_rate / raw_rate:.2f}")
+    return result
+
+
+def _world_state(model, qpos: np.ndarray, spec: int) -> np.ndarray:
+    """Full physics state of one world at rest in pose `qpos`."""
+    data = mujoco.MjData(model)
+    data.qpos[:] = qpos
+    mujoco.mj_forward(model, data)
+    state = np.empty(mujoco.mj_stateSize(model, spec))
+    mujoco.mj_getState(model, data, state, spec)
+    return state
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,322 @@
+"""Humanoid environments: sizes, observation round trips against the MotionLib, resets,
+terminations, getup pool and recovery, non-finite isolation, projectiles, kinematic playback."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from ase_humanoid.envs import make_env, task_names
+from ase_humanoid.envs.humanoid import DEFAULT_ROOT_HEIGHT
+from ase_humanoid.errors import ConfigError
+from ase_humanoid.robots.kinematics import body_state_from_qpos
+from ase_humanoid.utils import rotations as rot
+
+MOTIONS = Path(__file__).resolve().parents[1] / "motions"
+CLIPS = MOTIONS / "amp_humanoid"
+CARTWHEEL = CLIPS / "amp_humanoid_cartwheel.npy"  # fast whole-body rotation: a demanding round trip
+LOCOMOTION = MOTIONS / "dataset_amp_humanoid_locomotion.yaml"  # walk, run
+FAST = dict(num_threads=1, seed=0)
+
+
+def hold_pose_actions(env, dof_pos: torch.Tensor) -> torch.Tensor:
+    """Actions whose PD targets are `dof_pos [N, D]` (inverse of the robot's action mapping)."""
+    return (dof_pos - env.robot.pd_action_offset) / env.robot.pd_action_scale
+
+
+def set_lying(env, env_ids: torch.Tensor) -> None:
+    """Put the humanoids of `env_ids` flat on their backs on the floor, at rest."""
+    n = len(env_ids)
+    axis = torch.tensor([[0.0, 1.0, 0.0]]).expand(n, 3)
+    root_rot = rot.quat_from_axis_angle(axis, torch.full((n,), -math.pi / 2))
+    root_pos = torch.tensor([[0.0, 0.0, 0.12]]).expand(n, 3)
+    zeros3, dofs = torch.zeros(n, 3), torch.zeros(n, env.num_actions)
+    env.sim.set_robot_state(env_ids, root_pos, root_rot, zeros3, zeros3, dofs, dofs)
+
+
+# ---- sizes and API -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("robot, obs_size, amp_size, actions", [
+    ("amp_humanoid", 223, 125, 28),
+    ("sword_shield", 253, 140, 31),
+])
+def test_sizes(robot, obs_size, amp_size, actions):
+    env = make_env("HumanoidAMP", robot=robot, num_envs=2, state_init="Default", **FAST)
+    assert (env.num_obs, env.num_amp_obs_per_step, env.num_amp_obs_steps, env.num_actions) == (
+        obs_size, amp_size, 10, actions)
+    assert env.observation_space.shape == (obs_size,)
+    assert env.action_space.shape == (actions,)
+    assert float(env.action_space.low.min()) == -1.0 and float(env.action_space.high.max()) == 1.0
+    assert env.amp_observation_space.shape == (10 * amp_size,)
+    obs = env.reset()
+    assert obs.shape == (2, obs_size) and torch.isfinite(obs).all()
+    obs, reward, terminated, truncated, info = env.step(torch.zeros(2, actions))
+    assert obs.shape == (2, obs_size) and reward.shape == (2,)
+    assert terminated.dtype == torch.bool and truncated.dtype == torch.bool
+    assert info["amp_obs"].shape == (2, 10 * amp_size)
+    assert torch.equal(info["terminate"], terminated)
+    assert env.render_state(1).shape == (env.mj_model.nq,)
+    # the Default pose: root at 0.89 m, identity rotation, all DoFs at zero
+    env.reset()
+    torch.testing.assert_close(env.compute_observations()[:, 0], torch.full((2,), DEFAULT_ROOT_HEIGHT))
+    assert torch.equal(env.sim.state.dof_pos, torch.zeros(2, actions))
+
+
+def test_config_errors():
+    with pytest.raises(ConfigError, match="num_env.*valid keys.*num_envs"):
+        make_env("HumanoidAMP", num_env=4)
+    with pytest.raises(ConfigError, match="state_init"):
+        make_env("HumanoidAMP", state_init="Sometimes")
+    with pytest.raises(ConfigError, match="motion_file"):
+        make_env("HumanoidAMP", state_init="Random")
+    with pytest.raises(ConfigError, match="num_envs.*integer"):
+        make_env("HumanoidAMP", num_envs="four")
+    with pytest.raises(ConfigError, match="HumanoidAMP"):
+        make_env("HumanoidWalk")
+    assert {"HumanoidAMP", "HumanoidASE", "HumanoidPerturb", "HumanoidViewMotion"} <= set(task_names())
+    env = make_env("HumanoidAMP", num_envs=1, state_init="Default", **FAST)
+    with pytest.raises(ConfigError, match="motion_file"):
+        env.fetch_amp_obs_demo(2)
+
+
+# ---- round trips against the MotionLib -----------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def cartwheel_env():
+    return make_env("HumanoidAMP", num_envs=6, motion_file=str(CARTWHEEL), state_init="Random", **FAST)
+
+
+def reference_reset(env, times):
+    ids = torch.arange(len(times))
+    motion_ids = torch.zeros(len(times), dtype=torch.long)
+    env.reset_reference(ids, motion_ids=motion_ids, times=times)
+    return motion_ids
+
+
+def test_amp_obs_round_trip(cartwheel_env):
+    """After reference-state init at t, the AMP history from the simulator equals the demo
+    observations of the clip at t - k dt, and the current frame matches the clip's own data."""
+    env = cartwheel_env
+    lib, steps, per = env.motion_lib, env.num_amp_obs_steps, env.num_amp_obs_per_step
+    # on frames, between frames, and before 9 dt (times clamp to the clip start)
+    times = torch.tensor([0.0, 0.1, 10 / 60, 0.55, 1.2345, 2.0])
+    motion_ids = reference_reset(env, times)
+    demo_times = times.unsqueeze(-1) - env.control_dt * torch.arange(steps)
+    demo = env.amp_obs_from_motion(motion_ids.repeat_interleave(steps), demo_times.reshape(-1))
+    torch.testing.assert_close(env.amp_history, demo.reshape(-1, steps, per), atol=1e-3, rtol=0)
+
+    # Independent of the observation functions: on a frame, the current AMP frame holds the
+    # clip's root height, joint rotations and key-body positions (heading frame).
+    frame = 2  # t = 10/60 s is frame 10 of the 60 fps clip
+    state = lib.get_motion_state(motion_ids[:1], times[frame:frame + 1])
+    current = env.amp_history[frame, 0]
+    heading_inv = rot.calc_heading_quat_inv(state.root_rot)
+    assert current[0].item() == pytest.approx(state.root_pos[0, 2].item(), abs=1e-5)
+    key_local = rot.quat_rotate(heading_inv.unsqueeze(1), state.key_body_pos - state.root_pos.unsqueeze(1))
+    torch.testing.assert_close(current[-3 * len(env.key_body_ids):], key_local.reshape(-1), atol=1e-3, rtol=0)
+    joints = rot.quat_to_tan_norm(lib.local_rot[int(lib.motion_start[0]) + 10, env.robot.dof_body_ids])
+    num_joints = env.robot.num_joints
+    torch.testing.assert_close(current[13:13 + 6 * num_joints], joints.reshape(-1), atol=1e-3, rtol=0)
+    torch.testing.assert_close(current[13 + 6 * num_joints:13 + 6 * num_joints + env.num_actions],
+                               state.joint_vel[0], atol=1e-3, rtol=0)
+
+
+def test_policy_obs_round_trip(cartwheel_env):
+    """Policy observation after reference-state init equals the one computed from the clip's
+    state; pose terms also match the clip's stored body positions on a frame."""
+    env = cartwheel_env
+    times = torch.tensor([0.0, 0.1, 10 / 60, 0.55, 1.2345, 2.0])
+    motion_ids = reference_reset(env, times)
+    obs = env.compute_observations()
+    torch.testing.assert_close(obs, env.policy_obs_from_motion(motion_ids, times), atol=1e-3, rtol=0)
+
+    state = env.motion_lib.get_motion_state(motion_ids[2:3], times[2:3])
+    num_bodies = env.robot.num_bodies
+    heading_inv = rot.calc_heading_quat_inv(state.root_rot).unsqueeze(1)
+    body_local = rot.quat_rotate(heading_inv, state.body_pos[:, 1:] - state.root_pos.unsqueeze(1))
+    assert obs[2, 0].item() == pytest.approx(state.root_pos[0, 2].item(), abs=1e-5)
+    torch.testing.assert_close(obs[2, 1:3 * num_bodies - 2], body_local.reshape(-1), atol=1e-3, rtol=0)
+    # velocities: the simulator's world-frame root velocity is the clip's
+    root_vel_local = rot.quat_rotate(heading_inv[:, 0], state.root_lin_vel)[0]
+    start = 1 + 3 * (num_bodies - 1) + 6 * num_bodies
+    torch.testing.assert_close(obs[2, start:start + 3], root_vel_local, atol=1e-3, rtol=0)
+
+
+def test_amp_history_shifts_and_demo_fetch(cartwheel_env):
+    env = cartwheel_env
+    per = env.num_amp_obs_per_step
+    env.reset()
+    actions = torch.zeros(env.num_envs, env.num_actions)
+    _, _, _, _, info1 = env.step(actions)
+    _, _, terminated, truncated, info2 = env.step(actions)
+    kept = ~(terminated | truncated)
+    # newest first: what was the newest frame is now the second
+    torch.testing.assert_close(info2["amp_obs"][kept, per:2 * per], info1["amp_obs"][kept, :per])
+    torch.testing.assert_close(info2["amp_obs"][kept, per:], info1["amp_obs"][kept, :-per])
+
+    # fetch_amp_obs_demo = the clip at t - k dt for sampled (clip, t), through the same functions
+    saved = env.generator.get_state()
+    demo = env.fetch_amp_obs_demo(5)
+    env.generator.set_state(saved)
+    ids = env.motion_lib.sample_motions(5, generator=env.generator)
+    t = env.motion_lib.sample_time(ids, truncate_time=9 * env.control_dt, generator=env.generator)
+    assert demo.shape == (5, 10 * per) and torch.isfinite(demo).all()
+    for k in (0, 4, 9):
+        torch.testing.assert_close(demo[:, k * per:(k + 1) * per],
+                                   env.amp_obs_from_motion(ids, t - k * env.control_dt))
+    assert env.collect_reference_motions(3).shape == (3, 10 * per)
+
+
+# ---- terminations --------------------------------------------------------------------------------
+
+
+def test_early_termination_lying_not_standing():
+    env = make_env("HumanoidAMP", num_envs=2, state_init="Default", **FAST)
+    env.reset()
+    set_lying(env, torch.tensor([1]))
+    hold = hold_pose_actions(env, torch.zeros(2, env.num_actions))
+    _, _, terminated, _, _ = env.step(hold)
+    assert not terminated.any()  # never on the first step of an episode
+    obs_before = env.compute_observations()
+    obs, _, terminated, truncated, info = env.step(hold)
+    assert terminated.tolist() == [False, True] and not truncated.any()
+    assert info["episode"]["length"].tolist() == [2]
+    # auto-reset: env 1 stands again; its last observation of the old episode is in final_obs
+    assert obs[1, 0].item() == pytest.approx(DEFAULT_ROOT_HEIGHT, abs=1e-5)
+    assert info["final_obs"][1, 0].item() < 0.3 and obs_before[1, 0].item() < 0.3
+    for _ in range(4):
+        _, _, terminated, _, _ = env.step(hold)
+        assert not terminated[0]
+
+
+def test_truncation_is_not_termination():
+    env = make_env("HumanoidAMP", num_envs=2, state_init="Default", enable_early_termination=False,
+                   max_episode_length=300, **FAST)
+    env.reset()
+    actions = torch.zeros(2, env.num_actions)
+    for step in range(1, 301):
+        obs, _, terminated, truncated, info = env.step(actions)
+        assert not terminated.any()
+        assert truncated.all() == (step == 300) and truncated.any() == (step == 300)
+    assert info["episode"]["length"].tolist() == [300, 300]
+    assert not torch.equal(info["final_obs"], obs)
+    assert env.episode_steps.tolist() == [0, 0]
+
+
+def test_nonfinite_env_is_reset_and_isolated():
+    kwargs = dict(num_envs=3, state_init="Default", **FAST)
+    env, twin = make_env("HumanoidAMP", **kwargs), make_env("HumanoidAMP", **kwargs)
+    actions = 0.3 * torch.ones(3, env.num_actions)
+    for e in (env, twin):
+        e.reset()
+        e.step(actions)
+    s = env.sim.state
+    bad = torch.tensor([1])
+    env.sim.set_robot_state(bad, s.root_pos[bad], s.root_rot[bad], s.root_lin_vel[bad],
+                            s.root_ang_vel[bad], s.dof_pos[bad], torch.full((1, env.num_actions), float("nan")))
+    obs, reward, terminated, _, info = env.step(actions)
+    _, _, _, _, twin_info = twin.step(actions)
+    assert info["nonfinite"].tolist() == [False, True, False]
+    assert terminated[1] and info["nonfinite_resets"] == 1 and info["nonfinite_resets_step"] == 1
+    assert torch.isfinite(obs).all() and torch.isfinite(reward).all()
+    assert torch.isfinite(info["amp_obs"]).all() and torch.isfinite(info["final_obs"]).all()
+    assert obs[1, 0].item() == pytest.approx(DEFAULT_ROOT_HEIGHT, abs=1e-5)  # reset to standing
+    # the other worlds evolve exactly as in an env where nothing went wrong
+    for k in (0, 2):
+        assert torch.equal(env.sim.state.body_pos[k], twin.sim.state.body_pos[k])
+        assert torch.equal(info["amp_obs"][k], twin_info["amp_obs"][k])
+    _, _, _, _, info = env.step(actions)
+    assert info["nonfinite_resets"] == 1 and info["nonfinite_resets_step"] == 0
+    assert torch.isfinite(env.sim.state.body_pos).all()
+
+
+# ---- ASE getup -----------------------------------------------------------------------------------
+
+
+def test_fall_pool_is_on_the_ground():
+    env = make_env("HumanoidASE", num_envs=2, state_init="Default", fall_pool_size=12, **FAST)
+    assert env.fall_pool_size == 12
+    zeros = torch.zeros_like(env.fall_root_pos)
+    body_pos = body_state_from_qpos(env.robot, env.fall_root_pos, env.fall_root_rot, zeros, zeros,
+                                    env.fall_dof_pos, torch.zeros_like(env.fall_dof_pos))[0]
+    assert (env.fall_root_pos[:, 2] < 0.5).all()  # standing: 0.89 m
+    assert (body_pos[..., 2].amax(dim=-1) < 0.9).all()  # nobody upright
+    # the pool's rotations differ (random drops), i.e. it is not one pose repeated
+    assert rot.quat_angle_between(env.fall_root_rot[:1], env.fall_root_rot[1:]).max() > 0.5
+
+
+def test_recovery_episode_suppresses_early_termination():
+    env = make_env("HumanoidASE", num_envs=2, state_init="Default", fall_pool_size=2, fall_steps=5,
+                   recovery_episode_prob=1.0, fall_init_prob=0.0, recovery_steps=20, **FAST)
+    env.reset()
+    set_lying(env, torch.tensor([1]))
+    hold = hold_pose_actions(env, torch.zeros(2, env.num_actions))
+    env.step(hold)
+    obs, _, terminated, _, info = env.step(hold)
+    assert terminated.tolist() == [False, True]
+    # a recovery episode continues from where the humanoid lies
+    torch.testing.assert_close(obs[1], info["final_obs"][1])
+    assert env.episode_steps[1].item() == 0 and env.recovery_counter[1].item() == 20
+    for step in range(1, 20):
+        obs, _, terminated, _, _ = env.step(hold)
+        assert not terminated[1], f"terminated during the recovery grace period (step {step})"
+        assert obs[1, 0].item() < 0.5  # still lying: termination was suppressed, not avoided
+    _, _, terminated, _, _ = env.step(hold)
+    assert terminated[1]  # the grace period is over
+
+
+def test_fall_init_starts_from_pool():
+    env = make_env("HumanoidASE", num_envs=4, state_init="Default", fall_pool_size=4, fall_steps=60,
+                   fall_init_prob=1.0, **FAST)
+    env.reset()
+    assert (env.sim.state.root_pos[:, 2] < 0.5).all()
+    assert (env.recovery_counter == env.cfg.recovery_steps).all()
+
+
+# ---- perturbations and playback ------------------------------------------------------------------
+
+
+def test_projectiles_fly_at_the_torso():
+    env = make_env("HumanoidPerturb", num_envs=2, throw_interval=4, flight_steps=4, **FAST)
+    env.reset()
+    hold = hold_pose_actions(env, torch.zeros(2, env.num_actions))
+    for step in range(1, 12):
+        env.step(hold)
+        torso = env.sim.state.body_pos[:, env.target_body_id]
+        small = (env.sim.prop_state("projectile_small").pos - torso).norm(dim=-1)
+        large = (env.sim.prop_state("projectile_large").pos - torso).norm(dim=-1)
+        if step < 4:
+            assert (small > 50).all() and (large > 50).all()  # parked far away
+        if step == 4:
+            assert ((small > 3.9) & (small < 6.2)).all() and (large > 50).all()
+            previous = small
+        if step in (5, 6):
+            assert (small < previous - 0.8).all()  # 30-40 m/s: > 1 m per step towards the torso
+            previous = small
+        if step == 8:
+            assert (small > 50).all() and ((large > 3.9) & (large < 6.2)).all()  # alternate
+        if step == 10:
+            assert (large < 2.5).all()
+    assert not env.cfg.enable_early_termination
+
+
+def test_view_motion_plays_clips():
+    env = make_env("HumanoidViewMotion", num_envs=3, motion_file=str(LOCOMOTION), **FAST)
+    lib = env.motion_lib
+    assert env.env_motion_ids.tolist() == [0, 1, 0]
+    env.reset()
+    for _ in range(7):
+        _, _, terminated, _, _ = env.step(None)
+        assert not terminated.any()
+    times = env.motion_times()
+    torch.testing.assert_close(times, torch.full((3,), 7 / 30).remainder(lib.get_motion_length(env.env_motion_ids)))
+    state = lib.get_motion_state(env.env_motion_ids, times)
+    # 7 / 30 s is a frame of the 60 fps clips: FK of the clip's frame, no interpolation involved
+    torch.testing.assert_close(env.sim.state.body_pos, state.body_pos, atol=1e-3, rtol=0)
+    torch.testing.assert_close(env.sim.state.root_rot, state.root_rot, atol=1e-5, rtol=0)
