@@ -140,12 +140,14 @@ class Runner:
         self.global_step += horizon * self.env.num_envs
         return timings
 
-    def learn(self, logger: TrainingLogger | None = None) -> dict[str, float]:
-        """Train until `max_epochs`; returns the last epoch's statistics."""
+    def learn(self, logger: TrainingLogger | None = None, time_budget_s: float | None = None) -> dict[str, float]:
+        """Train until `max_epochs` (or until `time_budget_s` of wall clock has passed);
+        returns the last epoch's statistics."""
         if self.obs is None:
             self.obs = self.env.reset()
         stats: dict[str, float] = {}
-        while self.epoch < self.max_epochs:
+        deadline = None if time_budget_s is None else time.perf_counter() + time_budget_s
+        while self.epoch < self.max_epochs and (deadline is None or time.perf_counter() < deadline):
             t_start = time.perf_counter()
             timings = self.collect_rollout()
             t_update = time.perf_counter()

@@ -1,0 +1,125 @@
+"""AMP on the walk clip for a fixed wall-clock budget: does the policy learn to walk?
+
+    python benchmarks/learn_amp_walk.py                  # 20 minutes on CPU
+    python benchmarks/learn_amp_walk.py --minutes 5 --sim mujoco_warp --device cuda --envs 4096
+
+Writes <out>/learn_amp_walk.json (the curve: wall time, epoch, samples, episode length, style
+reward, fall rate, discriminator accuracies) and <out>/learn_amp_walk.png, and prints the final
+summary as one JSON object. The run folder (checkpoints, TensorBoard) is <out>/run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+CURVE_KEYS = {
+    "episode_length": "episode/length",
+    "fall_rate": "episode/fall_rate",
+    "style_reward": "train/disc_reward_mean",
+    "disc_agent_acc": "train/disc_agent_acc",
+    "disc_demo_acc": "train/disc_demo_acc",
+    "samples_per_s": "perf/samples_per_s",
+}
+
+
+class CurveLogger:
+    """Collects the curve in memory and forwards to the normal TensorBoard logger."""
+
+    def __init__(self, inner, start: float):
+        self.inner, self.start, self.points = inner, start, []
+
+    def log(self, epoch, global_step, stats):
+        self.inner.log(epoch, global_step, stats)
+        point = {"seconds": time.perf_counter() - self.start, "epoch": epoch, "samples": global_step}
+        point.update({k: stats[v] for k, v in CURVE_KEYS.items() if v in stats})
+        self.points.append(point)
+
+    def close(self):
+        self.inner.close()
+
+
+def plot(points, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    minutes = [p["seconds"] / 60 for p in points]
+    fig, axes = plt.subplots(1, 3, figsize=(14, 4))
+    for ax, key, label in zip(axes, ("episode_length", "style_reward", "fall_rate"),
+                              ("episode length (steps)", "style reward", "fall rate")):
+        xs = [m for m, p in zip(minutes, points) if key in p]
+        ax.plot(xs, [p[key] for p in points if key in p])
+        ax.set_xlabel("wall-clock minutes")
+        ax.set_title(label)
+        ax.grid(alpha=0.3)
+    fig.suptitle("AMP, walk clip")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--minutes", type=float, default=20.0)
+    parser.add_argument("--envs", type=int, default=None, help="default: the machine's auto choice")
+    parser.add_argument("--sim", default="auto")
+    parser.add_argument("--device", default="auto")
+    parser.add_argument("--out", default="runs/learn_amp_walk")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("overrides", nargs="*", help="extra train.py overrides")
+    args = parser.parse_args(argv)
+
+    from ase_humanoid.app import build_agent, build_env
+    from ase_humanoid.config import compose_config
+    from ase_humanoid.runner import Runner
+    from ase_humanoid.utils.logger import TrainingLogger
+
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    overrides = ["task=HumanoidAMP", "motion_file=motions/amp_humanoid/amp_humanoid_walk.npy",
+                 f"sim={args.sim}", f"device={args.device}", f"seed={args.seed}", "max_epochs=1000000",
+                 *args.overrides]
+    if args.envs:
+        overrides.append(f"num_envs={args.envs}")
+    cfg = compose_config(overrides)
+    env = build_env(cfg)
+    agent = build_agent(cfg, env)
+    start = time.perf_counter()
+    runner = Runner(env, agent, out / "run", config={}, max_epochs=cfg.max_epochs, save_every=50)
+    logger = CurveLogger(TrainingLogger(out / "run", cfg.max_epochs), start)
+    try:
+        runner.learn(logger, time_budget_s=args.minutes * 60.0)
+    finally:
+        logger.close()
+        env.close()
+    points = logger.points
+    tail = points[-max(1, len(points) // 10):]
+    summary = {
+        "minutes": args.minutes, "envs": env.num_envs, "sim": cfg.sim.name, "device": str(cfg.device),
+        "epochs": runner.epoch, "samples": runner.global_step,
+        "final_episode_length": _mean(tail, "episode_length"), "final_fall_rate": _mean(tail, "fall_rate"),
+        "final_style_reward": _mean(tail, "style_reward"),
+        "first_episode_length": _mean(points[:max(1, len(points) // 10)], "episode_length"),
+        "first_style_reward": _mean(points[:max(1, len(points) // 10)], "style_reward"),
+        "checkpoint": str(out / "run" / "latest.pt"),
+    }
+    (out / "learn_amp_walk.json").write_text(json.dumps({"summary": summary, "curve": points}, indent=1))
+    plot(points, out / "learn_amp_walk.png")
+    print(json.dumps(summary))
+    return 0
+
+
+def _mean(points, key):
+    values = [p[key] for p in points if key in p]
+    return sum(values) / len(values) if values else None
+
+
+if __name__ == "__main__":
+    sys.exit(main())
