@@ -58,7 +58,7 @@ def build_env(cfg: DictConfig, rank: int = 0):
     for key in ("key_bodies", "contact_bodies"):
         if key in env_options and env_options[key] is None:
             env_options[key] = list(cfg.robot[key])
-    return make_env(
+    env = make_env(
         cfg.task.name,
         num_envs=int(cfg.num_envs),
         robot=cfg.robot.name,
@@ -70,6 +70,13 @@ def build_env(cfg: DictConfig, rank: int = 0):
         **env_options,
         **_task_extra_env_options(cfg),
     )
+    if cfg.train.algo == "hrl":
+        # One high-level step drives the frozen ASE controller for llc_steps control steps.
+        from ase_humanoid.agents.hrl import HRLEnv, load_llc
+
+        llc_path = resolve_path(cfg.llc_checkpoint or cfg.checkpoint)
+        env = HRLEnv(env, load_llc(llc_path, env.device), int(cfg.train.params.llc_steps))
+    return env
 
 
 def _task_extra_env_options(cfg: DictConfig) -> dict[str, Any]:
@@ -164,7 +171,8 @@ def train(cfg: DictConfig, rank: int = 0, world_size: int = 1) -> Path:
         dist_utils.wrap_agent_for_distributed(agent)
     resolved = OmegaConf.to_container(cfg, resolve=True)
     runner = Runner(env, agent, run_dir, resolved, max_epochs=int(cfg.max_epochs),
-                    save_every=int(cfg.save_every), is_main=is_main)
+                    save_every=int(cfg.save_every), checkpoint_every=int(cfg.checkpoint_every),
+                    is_main=is_main)
     if resume_from is not None:
         runner.resume(resume_from)
         print(f"resumed from {resume_from} at epoch {runner.epoch}", flush=True)

@@ -75,12 +75,14 @@ class Runner:
     """
 
     def __init__(self, env, agent, run_dir: str | Path, config: dict, max_epochs: int,
-                 save_every: int = 50, is_main: bool = True):
+                 save_every: int = 50, checkpoint_every: int = 1, is_main: bool = True):
         self.env, self.agent = env, agent
         self.run_dir = Path(run_dir)
         self.config = config
         self.max_epochs = max_epochs
         self.save_every = save_every
+        self.checkpoint_every = max(1, checkpoint_every)
+        self._latest_epoch = -1
         self.is_main = is_main
         self.epoch = 0
         self.global_step = 0
@@ -88,13 +90,13 @@ class Runner:
         self.episodes = EpisodeTracker()
 
     # ------------------------------------------------------------------ checkpoints
-    def state_dict(self) -> dict[str, Any]:
+    def state_dict(self, include_buffers: bool | None = None) -> dict[str, Any]:
         return {
             "format": "ase_humanoid/1",
             "epoch": self.epoch,
             "global_step": self.global_step,
             "config": self.config,
-            "agent": self.agent.state_dict(),
+            "agent": self.agent.state_dict(include_buffers),
             "env": self.env.state_dict(),
             "obs": self.obs,
             "rng": rng_state(),
@@ -107,13 +109,16 @@ class Runner:
         self.epoch, self.global_step = state["epoch"], state["global_step"]
         set_rng_state(state["rng"])
 
-    def save(self) -> None:
+    def save(self, force: bool = False) -> None:
+        """`latest.pt` (everything, for exact resume) every `checkpoint_every` epochs; a numbered
+        snapshot without the large AMP sample buffers every `save_every` epochs."""
         if not self.is_main:
             return
-        state = self.state_dict()
-        save_checkpoint(state, self.run_dir / "latest.pt")
+        if force or self.epoch % self.checkpoint_every == 0:
+            save_checkpoint(self.state_dict(), self.run_dir / "latest.pt")
+            self._latest_epoch = self.epoch
         if self.save_every > 0 and self.epoch % self.save_every == 0:
-            save_checkpoint(state, self.run_dir / f"epoch_{self.epoch:06d}.pt")
+            save_checkpoint(self.state_dict(include_buffers=False), self.run_dir / f"epoch_{self.epoch:06d}.pt")
 
     def resume(self, path: str | Path) -> None:
         self.load_state_dict(load_checkpoint(path, map_location=self.env.device))
@@ -165,4 +170,6 @@ class Runner:
             self.save()
             if logger is not None:
                 logger.log(self.epoch, self.global_step, stats)
+        if self._latest_epoch != self.epoch:
+            self.save(force=True)  # the last epoch always lands in latest.pt
         return stats

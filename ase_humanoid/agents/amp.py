@@ -187,9 +187,9 @@ class AMPAgent(PPOAgent):
         stats["replay_buffer_size"] = float(len(self.replay_buffer))
 
     # ----------------------------------------------------------------- checkpoints
-    def state_dict(self) -> dict[str, Any]:
+    def state_dict(self, include_buffers: bool | None = None) -> dict[str, Any]:
         state = super().state_dict()
-        include = self.config.checkpoint_amp_buffers
+        include = self.config.checkpoint_amp_buffers if include_buffers is None else include_buffers
         state.update({"amp_obs_dim": self.amp_obs_dim, "amp_norm": self.amp_norm.state_dict(),
                       "demo_buffer": self.demo_buffer.state_dict(include),
                       "replay_buffer": self.replay_buffer.state_dict(include)})

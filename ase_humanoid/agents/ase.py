@@ -202,8 +202,8 @@ class ASEAgent(AMPAgent):
         return loss, stats
 
     # ----------------------------------------------------------------- checkpoints
-    def state_dict(self) -> dict[str, Any]:
-        state = super().state_dict()
+    def state_dict(self, include_buffers: bool | None = None) -> dict[str, Any]:
+        state = super().state_dict(include_buffers)
         state.update({"latents": self.latents.clone(),
                       "latent_steps_left": self.latent_steps_left.clone(),
                       "latents_fixed": self.latents_fixed})

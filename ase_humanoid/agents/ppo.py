@@ -383,8 +383,13 @@ class PPOAgent:
         return 0.0, {}
 
     # ----------------------------------------------------------------- checkpoints
-    def state_dict(self) -> dict[str, Any]:
-        """Everything needed to continue training exactly (except the env and its RNG)."""
+    def state_dict(self, include_buffers: bool | None = None) -> dict[str, Any]:
+        """Everything needed to continue training exactly (except the env and its RNG).
+
+        `include_buffers` (AMP/ASE): store the demo and replay buffers' samples; None follows
+        the config's `checkpoint_amp_buffers`. Without them a checkpoint still evaluates and
+        fine-tunes, but a resumed run refills its demo buffer instead of continuing exactly.
+        """
         return {
             "algo": type(self).__name__,
             "config": self.config.to_dict(),
