@@ -20,6 +20,7 @@ MOTIONS = Path(__file__).resolve().parents[1] / "motions"
 CLIPS = MOTIONS / "amp_humanoid"
 CARTWHEEL = CLIPS / "amp_humanoid_cartwheel.npy"  # fast whole-body rotation: a demanding round trip
 LOCOMOTION = MOTIONS / "dataset_amp_humanoid_locomotion.yaml"  # walk, run
+SWORD_KICK = MOTIONS / "retargeted" / "cmu_11_01_kick_sword_shield.npy"  # 30 fps, 17 bodies
 FAST = dict(num_threads=1, seed=0)
 
 
@@ -84,6 +85,50 @@ def test_config_errors():
         env.fetch_amp_obs_demo(2)
 
 
+def test_observations_ignore_heading_and_ground_position():
+    """Turning the character about z and moving it on the ground changes neither observation;
+    with local_root_obs=False the root rotation keeps the heading."""
+    from ase_humanoid.envs import observations as obs_fn
+    from ase_humanoid.robots import load_robot
+
+    robot = load_robot("amp_humanoid")
+    gen = torch.Generator().manual_seed(3)
+    n, num_bodies = 4, robot.num_bodies
+    body_pos = torch.randn(n, num_bodies, 3, generator=gen)
+    body_rot = rot.quat_normalize(torch.randn(n, num_bodies, 4, generator=gen))
+    lin_vel, ang_vel = torch.randn(n, num_bodies, 3, generator=gen), torch.randn(n, num_bodies, 3, generator=gen)
+    dof_pos = torch.rand(n, robot.num_dofs, generator=gen) - 0.5
+    joint_vel = torch.randn(n, robot.num_dofs, generator=gen)
+    key = torch.tensor(robot.key_body_ids)
+
+    turn = rot.quat_from_axis_angle(torch.tensor([0.0, 0.0, 1.0]).expand(n, 3), torch.tensor([0.3, 1.5, -2.0, 3.0]))
+    shift = torch.tensor([[1.0, -2.0, 0.0]])
+    turned = dict(
+        body_pos=rot.quat_rotate(turn.unsqueeze(1), body_pos) + shift,
+        body_rot=rot.quat_mul(turn.unsqueeze(1), body_rot),
+        lin_vel=rot.quat_rotate(turn.unsqueeze(1), lin_vel),
+        ang_vel=rot.quat_rotate(turn.unsqueeze(1), ang_vel),
+    )
+
+    def policy(p, r, v, w, local=True):
+        return obs_fn.policy_observation(p, r, v, w, local_root_obs=local)
+
+    def amp(p, r, v, w, local=True):
+        return obs_fn.amp_observation(p[:, 0], r[:, 0], v[:, 0], w[:, 0], obs_fn.joint_rotations(robot, dof_pos),
+                                      joint_vel, p[:, key], local_root_obs=local)
+
+    original = (body_pos, body_rot, lin_vel, ang_vel)
+    moved = (turned["body_pos"], turned["body_rot"], turned["lin_vel"], turned["ang_vel"])
+    assert policy(*original).shape == (n, 223) and amp(*original).shape == (n, 125)
+    torch.testing.assert_close(policy(*moved), policy(*original), atol=1e-5, rtol=0)
+    torch.testing.assert_close(amp(*moved), amp(*original), atol=1e-5, rtol=0)
+    # world-frame root rotation: the root's tan-norm (policy 1 + 3 (B - 1) ..., AMP 1 ... 7) turns
+    root_slot = slice(1 + 3 * (num_bodies - 1), 1 + 3 * (num_bodies - 1) + 6)
+    assert not torch.allclose(policy(*moved, local=False)[:, root_slot], policy(*original, local=False)[:, root_slot])
+    assert not torch.allclose(amp(*moved, local=False)[:, 1:7], amp(*original, local=False)[:, 1:7])
+    torch.testing.assert_close(policy(*original, local=False)[:, root_slot], rot.quat_to_tan_norm(body_rot[:, 0]))
+
+
 # ---- round trips against the MotionLib -----------------------------------------------------------
 
 
@@ -99,13 +144,21 @@ def reference_reset(env, times):
     return motion_ids
 
 
-def test_amp_obs_round_trip(cartwheel_env):
+@pytest.fixture(scope="module")
+def sword_env():
+    return make_env("HumanoidAMP", robot="sword_shield", num_envs=6, motion_file=str(SWORD_KICK),
+                    state_init="Random", **FAST)
+
+
+@pytest.mark.parametrize("env_name", ["cartwheel_env", "sword_env"])
+def test_amp_obs_round_trip(env_name, request):
     """After reference-state init at t, the AMP history from the simulator equals the demo
     observations of the clip at t - k dt, and the current frame matches the clip's own data."""
-    env = cartwheel_env
+    env = request.getfixturevalue(env_name)
     lib, steps, per = env.motion_lib, env.num_amp_obs_steps, env.num_amp_obs_per_step
+    fps = float(lib.motion_fps[0])
     # on frames, between frames, and before 9 dt (times clamp to the clip start)
-    times = torch.tensor([0.0, 0.1, 10 / 60, 0.55, 1.2345, 2.0])
+    times = torch.tensor([0.0, 0.1, 10 / fps, 0.55, 1.2345, 2.0])
     motion_ids = reference_reset(env, times)
     demo_times = times.unsqueeze(-1) - env.control_dt * torch.arange(steps)
     demo = env.amp_obs_from_motion(motion_ids.repeat_interleave(steps), demo_times.reshape(-1))
@@ -113,7 +166,7 @@ def test_amp_obs_round_trip(cartwheel_env):
 
     # Independent of the observation functions: on a frame, the current AMP frame holds the
     # clip's root height, joint rotations and key-body positions (heading frame).
-    frame = 2  # t = 10/60 s is frame 10 of the 60 fps clip
+    frame = 2  # t = 10 / fps s is frame 10 of the clip
     state = lib.get_motion_state(motion_ids[:1], times[frame:frame + 1])
     current = env.amp_history[frame, 0]
     heading_inv = rot.calc_heading_quat_inv(state.root_rot)
