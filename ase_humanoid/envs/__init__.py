@@ -2,7 +2,8 @@
 
 `make_env(task_name, **cfg)` builds one by name: `HumanoidAMP` (AMP pre-training),
 `HumanoidASE` (ASE low-level controller pre-training with getup), `HumanoidPerturb` (projectiles
-thrown at a trained controller), `HumanoidViewMotion` (kinematic playback of the MotionLib).
+thrown at a trained controller), `HumanoidViewMotion` (kinematic playback of the MotionLib), and the tasks of
+`envs/tasks/` (`HumanoidHeading`, `HumanoidLocation`, `HumanoidReach`, `HumanoidStrike`).
 Keyword arguments are the env config keys (`ase_humanoid/envs/config.py`); unknown keys raise
 `ConfigError` naming the valid ones.
 """
@@ -19,6 +20,10 @@ TASKS = {
     "HumanoidASE": ("ase_humanoid.envs.humanoid_ase", "HumanoidASE"),
     "HumanoidPerturb": ("ase_humanoid.envs.humanoid_perturb", "HumanoidPerturb"),
     "HumanoidViewMotion": ("ase_humanoid.envs.view_motion", "HumanoidViewMotion"),
+    "HumanoidHeading": ("ase_humanoid.envs.tasks.heading", "HumanoidHeading"),
+    "HumanoidLocation": ("ase_humanoid.envs.tasks.location", "HumanoidLocation"),
+    "HumanoidReach": ("ase_humanoid.envs.tasks.reach", "HumanoidReach"),
+    "HumanoidStrike": ("ase_humanoid.envs.tasks.strike", "HumanoidStrike"),
 }
 
 

@@ -1,0 +1,147 @@
+"""`HumanoidStrike`: knock over a standing target with the striking bodies.
+
+The target is a real free rigid body in every world (`PropSpec` "target"): a 0.4 x 0.4 x 1.8 m
+box of density 30 kg/m^3 (8.64 kg). At every reset it stands upright on the floor
+`target_dist_min`-`target_dist_max` (default 0.5-10 m) from the root in a uniform direction,
+turned by a uniform yaw, at rest.
+
+Task observation (15): target position relative to the root (3), its rotation as tan-norm (6),
+its linear (3) and angular (3) velocity, all in the root's heading frame.
+Reward: `rewards.strike_reward` (0.6 tilt + 0.4 approach; 1 once knocked down).
+The episode ends with
+  * success: the target's up axis tilted past ~78 degrees (up . target_up < 0.2),
+  * failure: the target is pushed while a body other than the striking ones (right hand and
+    forearm; plus the sword on the sword-and-shield humanoid) and the feet touches anything
+    (`rewards.strike_forbidden_contact` on the per-body and the target's contact forces),
+  * or a fall, as in every humanoid env.
+Metrics per finished episode: `task/success_rate`, `task/time_to_success` (seconds, successful
+episodes only).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from ase_humanoid.envs.config import _check
+from ase_humanoid.envs.tasks import rewards
+from ase_humanoid.envs.tasks.common import HumanoidTask, TaskEnvConfig, random_yaw, sphere_marker, uniform
+from ase_humanoid.errors import ConfigError
+from ase_humanoid.sim.base import PropSpec
+from ase_humanoid.utils import rotations as rot
+from ase_humanoid.utils.render import Marker
+
+TARGET = PropSpec("target", "box", (0.2, 0.2, 0.9), 30.0, rgba=(0.8, 0.6, 0.2, 1.0))
+"""The strike target: half-extents 0.2, 0.2, 0.9 m (0.4 x 0.4 x 1.8 m box), 30 kg/m^3."""
+
+DEFAULT_STRIKE_BODIES = {
+    "amp_humanoid": ["right_hand", "right_lower_arm"],
+    "sword_shield": ["sword", "right_hand", "right_lower_arm"],
+}
+
+
+@dataclass
+class HumanoidStrikeConfig(TaskEnvConfig):
+    target_dist_min: float = 0.5  # m from the root (ground plane)
+    target_dist_max: float = 10.0
+    # bodies allowed to hit the target; None: right hand and forearm (+ sword when present)
+    strike_bodies: list[str] | None = None
+
+    def validate(self) -> None:
+        super().validate()
+        _check(0.0 < self.target_dist_min <= self.target_dist_max, "target_dist_min",
+               f"need 0 < target_dist_min <= target_dist_max, got "
+               f"{self.target_dist_min}, {self.target_dist_max}")
+
+
+class HumanoidStrike(HumanoidTask):
+    """Strike task (see module docstring)."""
+
+    config_class = HumanoidStrikeConfig
+    task_obs_size = 15
+    resamples_goals = False
+
+    def setup_task(self) -> None:
+        super().setup_task()
+        cfg = self.cfg
+        n, dev = cfg.num_envs, torch.device(cfg.device)
+        names = cfg.strike_bodies
+        if names is None:
+            names = DEFAULT_STRIKE_BODIES.get(self.robot.name, ["right_hand", "right_lower_arm"])
+        unknown = [b for b in names if b not in self.robot.body_names]
+        if unknown:
+            raise ConfigError(f"env config key 'strike_bodies': {unknown} are not bodies of "
+                              f"{self.robot.name}; bodies: {self.robot.body_names}")
+        self.strike_body_names = list(names)
+        allowed = torch.zeros(self.robot.num_bodies, dtype=torch.bool, device=dev)
+        allowed[[self.robot.body_id(b) for b in names]] = True
+        allowed[list(self.robot.contact_body_ids)] = True  # the feet stand on the floor
+        self.allowed_contact_mask = allowed  # [B]
+        # outcome of the last step (before any reset), recomputed every step
+        self.succeeded = torch.zeros(n, dtype=torch.bool, device=dev)
+        self.failed = torch.zeros(n, dtype=torch.bool, device=dev)
+        self.steps_at_end = torch.zeros(n, dtype=torch.long, device=dev)
+
+    def prop_specs(self) -> list[PropSpec]:
+        return [TARGET]
+
+    @property
+    def target_state(self):
+        """The target's `PropState` (pos, rot, lin_vel, ang_vel, contact_force, in_contact)."""
+        return self.sim.prop_state(TARGET.name)
+
+    # ---- goals --------------------------------------------------------------------------------
+
+    def sample_goals(self, env_ids: torch.Tensor) -> None:
+        n, g, dev = len(env_ids), self.generator, self.device
+        distance = uniform(n, self.cfg.target_dist_min, self.cfg.target_dist_max, g, dev)
+        azimuth = random_yaw(n, g, dev)
+        xy = self.sim.state.root_pos[env_ids, :2] + distance.unsqueeze(-1) * torch.stack(
+            [torch.cos(azimuth), torch.sin(azimuth)], dim=-1)
+        self.place_target(env_ids, xy, random_yaw(n, g, dev))
+
+    def place_target(self, env_ids: torch.Tensor, xy: torch.Tensor, yaw: torch.Tensor) -> None:
+        """Stand the target upright at rest at ground position `xy [k, 2]`, turned by `yaw [k]`."""
+        n = len(env_ids)
+        pos = torch.cat([xy.float(), torch.full((n, 1), TARGET.size[2], device=self.device)], dim=-1)
+        axis = torch.tensor([0.0, 0.0, 1.0], device=self.device).expand(n, 3)
+        zeros = torch.zeros(n, 3, device=self.device)
+        self.sim.set_prop_state(TARGET.name, env_ids, pos, rot.quat_from_axis_angle(axis, yaw.float()),
+                                zeros, zeros)
+
+    # ---- observation, reward, termination -----------------------------------------------------
+
+    def compute_task_obs(self, env_ids: torch.Tensor | None = None) -> torch.Tensor:
+        ids = slice(None) if env_ids is None else env_ids
+        s, t = self.sim.state, self.target_state
+        return rewards.strike_obs(s.root_pos[ids], s.root_rot[ids], t.pos[ids], t.rot[ids],
+                                  t.lin_vel[ids], t.ang_vel[ids])
+
+    def compute_task_reward(self) -> torch.Tensor:
+        s, t = self.sim.state, self.target_state
+        return rewards.strike_reward(s.root_pos, self.root_vel_xy(), t.pos, t.rot)
+
+    def compute_task_termination(self) -> torch.Tensor:
+        s, t = self.sim.state, self.target_state
+        success = rewards.strike_success(t.rot)
+        # The first step after a reset can carry contact impulses from the teleport.
+        failure = rewards.strike_forbidden_contact(t.contact_force, s.contact_forces,
+                                                   self.allowed_contact_mask) & (self.episode_steps > 1)
+        self.succeeded = success & ~failure
+        self.failed = failure
+        self.steps_at_end = self.episode_steps.clone()
+        return success | failure
+
+    def end_goal_period(self, env_ids: torch.Tensor) -> None:
+        success = self.succeeded[env_ids]
+        self.add_metric("success_rate", success.float())
+        self.add_metric("failure_rate", self.failed[env_ids].float())
+        if bool(success.any()):
+            self.add_metric("time_to_success", self.steps_at_end[env_ids[success]].float() * self.control_dt)
+
+    def markers(self, env_id: int) -> list[Marker]:
+        top = self.target_state.pos[env_id].detach().cpu().numpy().copy()
+        top[2] += TARGET.size[2] + 0.2
+        color = (0.2, 1.0, 0.2, 0.9) if bool(self.succeeded[env_id]) else (1.0, 0.2, 0.2, 0.9)
+        return [sphere_marker(top, 0.08, color)]
