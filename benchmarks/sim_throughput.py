@@ -5,7 +5,9 @@
 Measures control steps per second through a `SimBackend` (each: random PD targets from the
 robot's action mapping, `substeps` physics steps, full state read back as torch tensors,
 body states included) and, in the same run, bare `mujoco.rollout` stepping of the same
-combined model with the same thread count, substeps and random controls (no state conversion).
+combined model with the same thread count, substeps and random controls (no state conversion);
+with --sim mujoco_warp the reference is bare MuJoCo Warp stepping on the same device instead
+(`benchmarks/_warp_bench.py`).
 Prints one JSON object: env_steps_per_s, raw_env_steps_per_s, ratio (backend / raw), envs,
 threads, seconds, substeps, sim, robot, torch_threads, and how many blown-up worlds each
 loop put back on their feet (blown_up_resets, raw_blown_up_resets).
@@ -140,6 +142,17 @@ class RawRolloutLoop:
         self.pool.close()
 
 
+def make_raw_loop(args, robot):
+    """The bare-physics reference of the chosen engine: mujoco.rollout, or bare MuJoCo Warp
+    (benchmarks/_warp_bench.py) for --sim mujoco_warp."""
+    if args.sim == "mujoco_warp":
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from _warp_bench import RawWarpLoop
+
+        return RawWarpLoop(args, robot)
+    return RawRolloutLoop(args, robot)
+
+
 def run_interleaved(loops, seconds: float, slice_seconds: float = 0.5):
     """Alternate short timed slices of the loops so load from other processes hits all alike.
 
@@ -163,7 +176,7 @@ def main(argv=None):
     args = parse_args(argv)
     torch.set_num_threads(max(1, args.torch_threads))
     robot = load_robot(args.robot)
-    raw_loop, backend_loop = RawRolloutLoop(args, robot), BackendLoop(args, robot)
+    raw_loop, backend_loop = make_raw_loop(args, robot), BackendLoop(args, robot)
     raw, backend = (rate * args.envs for rate in run_interleaved([raw_loop, backend_loop], args.seconds))
     raw_loop.close()
     backend_loop.close()
