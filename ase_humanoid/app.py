@@ -72,10 +72,10 @@ def build_env(cfg: DictConfig, rank: int = 0):
     )
     if cfg.train.algo == "hrl":
         # One high-level step drives the frozen ASE controller for llc_steps control steps.
-        from ase_humanoid.agents.hrl import HRLEnv, load_llc
+        from ase_humanoid.agents.hrl import load_llc, make_hrl_env
 
         llc_path = resolve_path(cfg.llc_checkpoint or cfg.checkpoint)
-        env = HRLEnv(env, load_llc(llc_path, env.device), int(cfg.train.params.llc_steps))
+        env = make_hrl_env(env, load_llc(llc_path, env.device), int(cfg.train.params.llc_steps))
     return env
 
 
