@@ -6,7 +6,8 @@ The env runs with uniformly random actions, including everything a training step
 (observations, AMP observations, rewards, terminations, resets). The reference is the bare
 physics of the same model: `mujoco.rollout` with the same number of worlds, threads and
 substeps per control step and the same random PD targets, started from the env's initial
-states, with nothing else per step. `ratio` = env steps/s / raw steps/s (1.0 would mean the env
+states, with nothing else per step. The two loops run in alternating rounds, so that load from
+other processes affects both alike. `ratio` = env steps/s / raw steps/s (1.0 would mean the env
 adds no overhead to the physics). Prints one JSON object with --json, else a short summary.
 """
 
@@ -47,17 +48,27 @@ def parse_args(argv=None):
     return parser.parse_args(argv)
 
 
-def timed_loop(step, seconds: float, warmup: int = 10) -> tuple[int, float]:
-    """Call step(i) for `warmup` calls, then for about `seconds`; returns (calls, elapsed)."""
-    for i in range(warmup):
-        step(i)
-    calls, start = 0, time.perf_counter()
-    while True:
-        step(calls)
-        calls += 1
-        elapsed = time.perf_counter() - start
-        if elapsed >= seconds:
-            return calls, elapsed
+def interleaved(steps: dict, seconds: float, rounds: int = 10, warmup: int = 10) -> dict:
+    """Time several step functions in alternating rounds (so that load from other processes on
+    the machine affects them alike) for about `seconds` each.
+
+    `steps`: name -> step(i). Returns name -> (calls, elapsed seconds).
+    """
+    totals = {name: [0, 0.0] for name in steps}
+    for step in steps.values():
+        for i in range(warmup):
+            step(i)
+    for _ in range(rounds):
+        for name, step in steps.items():
+            calls, start = totals[name][0], time.perf_counter()
+            while True:
+                step(calls)
+                calls += 1
+                if time.perf_counter() - start >= seconds / rounds:
+                    break
+            totals[name][0] = calls
+            totals[name][1] += time.perf_counter() - start
+    return {name: tuple(v) for name, v in totals.items()}
 
 
 def main(argv=None) -> dict:
@@ -80,13 +91,10 @@ def main(argv=None) -> dict:
         _, _, terminated, truncated, _ = env.step(actions[i % NUM_ACTION_SETS])
         stats["resets"] += int((terminated | truncated).sum())
 
-    env_calls, env_time = timed_loop(env_step, args.seconds)
-
     # Raw physics: the same model, worlds, threads, substeps and PD targets; nothing else.
     model = env.mj_model
     substeps = env.cfg.control_substeps
     full = int(mujoco.mjtState.mjSTATE_FULLPHYSICS)
-    env.reset()
     state = np.stack([_world_state(model, env.render_state(i), full) for i in range(env.num_envs)])
     targets = env.robot.action_to_pd_target(actions).cpu().numpy().astype(np.float64)
     controls = np.repeat(targets[:, :, None, :], substeps, axis=2)  # [K, N, substeps, nu]
@@ -102,7 +110,8 @@ def main(argv=None) -> dict:
                      initial_warmstart=None, state=out)
         np.copyto(state, out[:, -1])
 
-    raw_calls, raw_time = timed_loop(raw_step, args.seconds)
+    timings = interleaved({"env": env_step, "raw": raw_step}, args.seconds)
+    (env_calls, env_time), (raw_calls, raw_time) = timings["env"], timings["raw"]
     pool.close()
     env.close()
 

@@ -65,6 +65,7 @@ def test_sizes(robot, obs_size, amp_size, actions):
     # the Default pose: root at 0.89 m, identity rotation, all DoFs at zero
     env.reset()
     torch.testing.assert_close(env.compute_observations()[:, 0], torch.full((2,), DEFAULT_ROOT_HEIGHT))
+    torch.testing.assert_close(env.amp_history[:, 0], env.amp_obs_from_sim(), atol=1e-5, rtol=0)
     assert torch.equal(env.sim.state.dof_pos, torch.zeros(2, actions))
 
 
@@ -162,7 +163,10 @@ def test_amp_obs_round_trip(env_name, request):
     motion_ids = reference_reset(env, times)
     demo_times = times.unsqueeze(-1) - env.control_dt * torch.arange(steps)
     demo = env.amp_obs_from_motion(motion_ids.repeat_interleave(steps), demo_times.reshape(-1))
-    torch.testing.assert_close(env.amp_history, demo.reshape(-1, steps, per), atol=1e-3, rtol=0)
+    demo = demo.reshape(-1, steps, per)
+    torch.testing.assert_close(env.amp_history, demo, atol=1e-3, rtol=0)
+    # the current frame as the simulator's state gives it
+    torch.testing.assert_close(env.amp_obs_from_sim(), demo[:, 0], atol=1e-3, rtol=0)
 
     # Independent of the observation functions: on a frame, the current AMP frame holds the
     # clip's root height, joint rotations and key-body positions (heading frame).
@@ -315,6 +319,7 @@ def test_recovery_episode_suppresses_early_termination():
     assert terminated.tolist() == [False, True]
     # a recovery episode continues from where the humanoid lies
     torch.testing.assert_close(obs[1], info["final_obs"][1])
+    assert torch.equal(env.amp_history[1].reshape(-1), info["amp_obs"][1])  # history continues too
     assert env.episode_steps[1].item() == 0 and env.recovery_counter[1].item() == 20
     for step in range(1, 20):
         obs, _, terminated, _, _ = env.step(hold)
@@ -325,11 +330,15 @@ def test_recovery_episode_suppresses_early_termination():
 
 
 def test_fall_init_starts_from_pool():
-    env = make_env("HumanoidASE", num_envs=4, state_init="Default", fall_pool_size=4, fall_steps=60,
-                   fall_init_prob=1.0, **FAST)
+    # Hybrid init is configured, but every reset draws from the pool (no reference resets at all)
+    env = make_env("HumanoidASE", num_envs=4, motion_file=str(CARTWHEEL), state_init="Hybrid",
+                   fall_pool_size=4, fall_steps=60, fall_init_prob=1.0, **FAST)
     env.reset()
     assert (env.sim.state.root_pos[:, 2] < 0.5).all()
     assert (env.recovery_counter == env.cfg.recovery_steps).all()
+    # the pool's precomputed AMP frames are what the simulator gives for those states
+    torch.testing.assert_close(env.amp_history[:, 0], env.amp_obs_from_sim(), atol=1e-4, rtol=0)
+    torch.testing.assert_close(env.amp_history[:, -1], env.amp_obs_from_sim(), atol=1e-4, rtol=0)
 
 
 # ---- perturbations and playback ------------------------------------------------------------------

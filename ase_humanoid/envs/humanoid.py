@@ -10,7 +10,9 @@ episode and the last one of the old episode is in `info["final_obs"]`.
 Resets (`state_init`): `Default` standing pose, `Start` / `Random` reference-state init from the
 MotionLib at t = 0 / a uniform time, `Hybrid` = Random with probability `hybrid_init_prob`,
 otherwise Default. After a reference-state init the AMP history holds the clip at t - k dt
-(k = 1 .. steps - 1); after any other reset it repeats the current frame.
+(k = 0 .. steps - 1); after any other reset it repeats the new state's frame. All resets of a
+step are planned first (`ResetPlan`: states + AMP histories) and written with one
+`set_robot_state` call.
 
 Extension points for task subclasses (see `ase_humanoid/envs/tasks/`):
   `prop_specs()`          extra free bodies (strike target, projectiles) -> `PropSpec` list
@@ -80,20 +82,20 @@ class RobotStates:
 
 @dataclass
 class ResetPlan:
-    """Initial states for some of the envs being reset (others, e.g. recovery episodes, keep
-    theirs), and which of them come from reference motions, for their AMP history."""
+    """New humanoid states for envs being reset, with the AMP history each starts with.
 
-    env_ids: torch.Tensor  # [n] long: envs whose humanoid state is set
+    Envs being reset but left out of the plan (ASE recovery episodes) keep their state and
+    their AMP history.
+    """
+
+    env_ids: torch.Tensor  # [n] long
     states: RobotStates  # [n]
-    ref_env_ids: torch.Tensor  # [r] long, a subset of env_ids
-    ref_motion_ids: torch.Tensor  # [r] long
-    ref_times: torch.Tensor  # [r] seconds
+    amp_history: torch.Tensor  # [n, steps, per_step], newest (the new state itself) first
 
     @staticmethod
     def cat(plans: list["ResetPlan"]) -> "ResetPlan":
         return ResetPlan(torch.cat([p.env_ids for p in plans]), RobotStates.cat([p.states for p in plans]),
-                         torch.cat([p.ref_env_ids for p in plans]), torch.cat([p.ref_motion_ids for p in plans]),
-                         torch.cat([p.ref_times for p in plans]))
+                         torch.cat([p.amp_history for p in plans]))
 
 
 def make_config(config_class, cfg, overrides: Mapping[str, Any]):
@@ -175,6 +177,8 @@ class Humanoid:
         self.action_space = gymnasium.spaces.Box(-1.0, 1.0, (self.num_actions,), np.float32)
         self.amp_observation_space = gymnasium.spaces.Box(
             -np.inf, np.inf, (self.num_amp_obs_steps * self.num_amp_obs_per_step,), np.float32)
+        # The standing pose's AMP frame never changes: computed once for every Default reset.
+        self.default_amp_obs = self.amp_obs_from_states(self.default_states(1))  # [1, P]
 
     def _termination_heights(self) -> torch.Tensor:
         """Per-body heights `[B]`; `termination_height` overrides the robot's default height."""
@@ -292,7 +296,7 @@ class Humanoid:
         self.amp_history = torch.cat([amp_now.unsqueeze(1), self.amp_history[:, :-1]], dim=1)
         self.episode_return += reward
         info = {
-            "amp_obs": self.amp_history.reshape(self.num_envs, -1),
+            "amp_obs": obs_fn.flatten_amp_history(self.amp_history),
             "terminate": terminated,
             "nonfinite": nonfinite,
             "nonfinite_resets": self.nonfinite_resets,
@@ -370,11 +374,27 @@ class Humanoid:
         positions, exactly as the simulator computes them for the same state.
         """
         ms = self._require_motion_lib("reference AMP observations").get_motion_state(motion_ids, times)
-        local_rot = dof_pos_to_local_rot(self.robot, ms.dof_pos)
+        return self.amp_obs_from_motion_state(ms)
+
+    def amp_obs_from_motion_state(self, ms) -> torch.Tensor:
+        """AMP observation steps `[n, per_step]` of MotionLib states `ms` (a `MotionState`)."""
+        return self._amp_obs_from_dofs(ms.root_pos, ms.root_rot, ms.root_lin_vel, ms.root_ang_vel,
+                                       ms.dof_pos, ms.joint_vel)
+
+    def amp_obs_from_states(self, states: RobotStates) -> torch.Tensor:
+        """AMP observation steps `[n, per_step]` the simulator will give for humanoid `states`."""
+        return self._amp_obs_from_dofs(states.root_pos, states.root_rot, states.root_lin_vel,
+                                       states.root_ang_vel, states.dof_pos,
+                                       joint_vel_from_dof_vel(self.robot, states.dof_pos, states.dof_vel))
+
+    def _amp_obs_from_dofs(self, root_pos, root_rot, root_lin_vel, root_ang_vel, dof_pos, joint_vel):
+        # Key-body positions by forward kinematics of the root and DoF positions: the
+        # simulator's own kinematics, so a state set in the simulator gives the same frame.
+        local_rot = dof_pos_to_local_rot(self.robot, dof_pos)
         body_pos, _ = forward_kinematics(self.robot.parent_indices, self.robot.local_translation,
-                                         local_rot, ms.root_pos, ms.root_rot)
-        return obs_fn.amp_observation(ms.root_pos, ms.root_rot, ms.root_lin_vel, ms.root_ang_vel,
-                                      local_rot[:, self.robot.dof_body_ids], ms.joint_vel,
+                                         local_rot, root_pos, root_rot)
+        return obs_fn.amp_observation(root_pos, root_rot, root_lin_vel, root_ang_vel,
+                                      local_rot[:, self.robot.dof_body_ids], joint_vel,
                                       body_pos[:, self.key_body_ids], self.cfg.local_root_obs)
 
     def policy_obs_from_motion(self, motion_ids: torch.Tensor, times: torch.Tensor) -> torch.Tensor:
@@ -412,10 +432,7 @@ class Humanoid:
         if len(plan.env_ids):
             # one state write for the whole batch: the backend refreshes its state once
             self.sim.set_robot_state(plan.env_ids, *plan.states.as_tuple())
-        self.episode_steps[env_ids] = 0
-        self.episode_return[env_ids] = 0.0
-        self.reset_task(env_ids)
-        self._init_amp_history(env_ids, plan)
+        self._start_episodes(env_ids, plan)
 
     def plan_reset(self, env_ids: torch.Tensor) -> ResetPlan:
         """Initial states of the humanoids of `env_ids` by `state_init` (subclasses add modes)."""
@@ -429,15 +446,19 @@ class Humanoid:
         return ResetPlan.cat([self.default_plan(env_ids[~use_ref]),
                               self.reference_plan(env_ids[use_ref], random_time=True)])
 
-    def default_plan(self, env_ids: torch.Tensor) -> ResetPlan:
+    def default_states(self, n: int) -> RobotStates:
         """Standing pose: root at DEFAULT_ROOT_HEIGHT, identity rotation, zero DoFs, at rest."""
-        n = len(env_ids)
         root_pos = torch.zeros(n, 3, device=self.device)
         root_pos[:, 2] = DEFAULT_ROOT_HEIGHT
         zeros3 = torch.zeros(n, 3, device=self.device)
         dofs = torch.zeros(n, self.robot.num_dofs, device=self.device)
-        states = RobotStates(root_pos, rot.quat_identity(n, device=self.device), zeros3, zeros3, dofs, dofs)
-        return self.plan_without_reference(env_ids, states)
+        return RobotStates(root_pos, rot.quat_identity(n, device=self.device), zeros3, zeros3, dofs, dofs)
+
+    def default_plan(self, env_ids: torch.Tensor) -> ResetPlan:
+        """Every env in the standing pose; its AMP history repeats the pose's (constant) frame."""
+        n = len(env_ids)
+        history = self.default_amp_obs.unsqueeze(1).expand(n, self.num_amp_obs_steps, -1)
+        return ResetPlan(env_ids, self.default_states(n), history)
 
     def reference_plan(self, env_ids: torch.Tensor, random_time: bool = True,
                        motion_ids: torch.Tensor | None = None,
@@ -452,14 +473,25 @@ class Humanoid:
         if times is None:
             times = (motion_lib.sample_time(motion_ids, generator=self.generator) if random_time
                      else torch.zeros(n, device=self.device))
-        ms = motion_lib.get_motion_state(motion_ids, times)
-        states = RobotStates(ms.root_pos, ms.root_rot, ms.root_lin_vel, ms.root_ang_vel, ms.dof_pos, ms.dof_vel)
-        return ResetPlan(env_ids, states, env_ids, motion_ids, times)
+        # One query for the initial state (k = 0) and the AMP history (k = 1 .. steps - 1).
+        steps = self.num_amp_obs_steps
+        offsets = self.control_dt * torch.arange(steps, device=self.device, dtype=times.dtype)
+        ms = motion_lib.get_motion_state(motion_ids.repeat_interleave(steps),
+                                         (times.unsqueeze(-1) - offsets).reshape(-1))
+        now = slice(None, None, steps)
+        states = RobotStates(ms.root_pos[now], ms.root_rot[now], ms.root_lin_vel[now],
+                             ms.root_ang_vel[now], ms.dof_pos[now], ms.dof_vel[now])
+        history = self.amp_obs_from_motion_state(ms).reshape(n, steps, self.num_amp_obs_per_step)
+        return ResetPlan(env_ids, states, history)
 
-    def plan_without_reference(self, env_ids: torch.Tensor, states: RobotStates) -> ResetPlan:
-        """A plan that sets `states` on `env_ids`, none of them from a reference motion."""
-        empty = torch.zeros(0, dtype=torch.long, device=self.device)
-        return ResetPlan(env_ids, states, empty, empty, torch.zeros(0, device=self.device))
+    def plan_from_states(self, env_ids: torch.Tensor, states: RobotStates,
+                         amp_obs: torch.Tensor | None = None) -> ResetPlan:
+        """A plan that sets `states` on `env_ids` with a history repeating their AMP frame
+        (`amp_obs [n, per_step]` when known, else computed from the states)."""
+        if amp_obs is None:
+            amp_obs = self.amp_obs_from_states(states)
+        history = amp_obs.unsqueeze(1).expand(-1, self.num_amp_obs_steps, -1)
+        return ResetPlan(env_ids, states, history)
 
     def reset_reference(self, env_ids: torch.Tensor, motion_ids: torch.Tensor | None = None,
                         times: torch.Tensor | None = None) -> None:
@@ -467,24 +499,14 @@ class Humanoid:
         AMP history included; e.g. to inspect or test a clip."""
         plan = self.reference_plan(env_ids, random_time=True, motion_ids=motion_ids, times=times)
         self.sim.set_robot_state(plan.env_ids, *plan.states.as_tuple())
+        self._start_episodes(env_ids, plan)
+
+    def _start_episodes(self, env_ids: torch.Tensor, plan: ResetPlan) -> None:
+        """Counters, task and AMP history of envs whose humanoids were just reset by `plan`."""
         self.episode_steps[env_ids] = 0
         self.episode_return[env_ids] = 0.0
         self.reset_task(env_ids)
-        self._init_amp_history(env_ids, plan)
-
-    def _init_amp_history(self, env_ids: torch.Tensor, plan: ResetPlan) -> None:
-        """Fill the AMP history of freshly reset envs (see module docstring)."""
-        current = self.amp_obs_from_sim(env_ids)  # [n, P]
-        self.amp_history[env_ids] = current.unsqueeze(1).expand(-1, self.num_amp_obs_steps, -1)
-        r = len(plan.ref_env_ids)
-        if r == 0:
-            return
-        steps = self.num_amp_obs_steps
-        offsets = self.control_dt * torch.arange(1, steps, device=self.device, dtype=plan.ref_times.dtype)
-        times = plan.ref_times.unsqueeze(-1) - offsets  # [r, steps - 1]
-        ids = plan.ref_motion_ids.unsqueeze(-1).expand(-1, steps - 1)
-        past = self.amp_obs_from_motion(ids.reshape(-1), times.reshape(-1))
-        self.amp_history[plan.ref_env_ids, 1:] = past.reshape(r, steps - 1, -1)
+        self.amp_history[plan.env_ids] = plan.amp_history
 
     # ---- helpers ------------------------------------------------------------------------------
 

@@ -43,6 +43,7 @@ class HumanoidASE(Humanoid):
         self.recovery_counter = torch.zeros(self.num_envs, dtype=torch.long, device=self.device)
         pool_size = self.cfg.fall_pool_size or max(self.num_envs, 64)
         self.fall_root_pos, self.fall_root_rot, self.fall_dof_pos = self._generate_fall_pool(pool_size)
+        self.fall_amp_obs = self.amp_obs_from_states(self._fall_states(torch.arange(self.fall_pool_size, device=self.device)))
 
     def _generate_fall_pool(self, pool_size: int):
         """Simulate `pool_size` random falls in one batched run; returns root_pos [P, 3],
@@ -90,7 +91,7 @@ class HumanoidASE(Humanoid):
     def plan_reset(self, env_ids: torch.Tensor) -> ResetPlan:
         cfg = self.cfg
         # Recovery: only envs that fell (finite state) this step may continue where they lie;
-        # their humanoid state is left as it is.
+        # their humanoid state and AMP history are left as they are.
         can_recover = self.terminated_buf[env_ids] & ~self.nonfinite_buf[env_ids]
         recover = can_recover & self._bernoulli(len(env_ids), cfg.recovery_episode_prob)
         self.recovery_counter[env_ids[recover]] = cfg.recovery_steps
@@ -102,12 +103,15 @@ class HumanoidASE(Humanoid):
         self.recovery_counter[rest] = 0
         return ResetPlan.cat([self.fall_plan(fall_ids), super().plan_reset(rest)])
 
+    def _fall_states(self, pool_ids: torch.Tensor) -> RobotStates:
+        """Fall-pool entries `pool_ids`, at rest."""
+        zeros3 = torch.zeros(len(pool_ids), 3, device=self.device)
+        dof_pos = self.fall_dof_pos[pool_ids]
+        return RobotStates(self.fall_root_pos[pool_ids], self.fall_root_rot[pool_ids], zeros3, zeros3,
+                           dof_pos, torch.zeros_like(dof_pos))
+
     def fall_plan(self, env_ids: torch.Tensor) -> ResetPlan:
-        """Random fall-pool states, at rest, for `env_ids`."""
-        n = len(env_ids)
-        pick = torch.randint(0, self.fall_pool_size, (n,), generator=self.generator, device=self.device)
-        zeros3 = torch.zeros(n, 3, device=self.device)
-        dof_pos = self.fall_dof_pos[pick]
-        states = RobotStates(self.fall_root_pos[pick], self.fall_root_rot[pick], zeros3, zeros3,
-                             dof_pos, torch.zeros_like(dof_pos))
-        return self.plan_without_reference(env_ids, states)
+        """Random fall-pool states for `env_ids` (their AMP frames were computed with the pool)."""
+        pick = torch.randint(0, self.fall_pool_size, (len(env_ids),), generator=self.generator,
+                             device=self.device)
+        return self.plan_from_states(env_ids, self._fall_states(pick), self.fall_amp_obs[pick])

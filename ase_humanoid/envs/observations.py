@@ -73,10 +73,10 @@ def policy_observation(
     return torch.cat(
         [
             root_pos[..., 2:3],
-            local_pos.reshape(*lead, -1),
-            rot_obs.reshape(*lead, -1),
-            local_lin_vel.reshape(*lead, -1),
-            local_ang_vel.reshape(*lead, -1),
+            local_pos.reshape(*lead, 3 * (num_bodies - 1)),
+            rot_obs.reshape(*lead, 6 * num_bodies),
+            local_lin_vel.reshape(*lead, 3 * num_bodies),
+            local_ang_vel.reshape(*lead, 3 * num_bodies),
         ],
         dim=-1,
     )
@@ -112,15 +112,16 @@ def amp_observation(
     local_vectors = rot.quat_rotate(heading_inv.unsqueeze(-2), vectors)
 
     lead = root_pos.shape[:-1]
+    num_joints, num_keys = joint_rot.shape[-2], key_body_pos.shape[-2]
     return torch.cat(
         [
             root_pos[..., 2:3],
             rot.quat_to_tan_norm(root_rot_obs),
             local_vectors[..., 0, :],
             local_vectors[..., 1, :],
-            rot.quat_to_tan_norm(joint_rot).reshape(*lead, -1),
+            rot.quat_to_tan_norm(joint_rot).reshape(*lead, 6 * num_joints),
             joint_vel,
-            local_vectors[..., 2:, :].reshape(*lead, -1),
+            local_vectors[..., 2:, :].reshape(*lead, 3 * num_keys),
         ],
         dim=-1,
     )
@@ -128,4 +129,4 @@ def amp_observation(
 
 def flatten_amp_history(history: torch.Tensor) -> torch.Tensor:
     """`[N, steps, per_step]` (newest first) -> `[N, steps * per_step]`."""
-    return history.reshape(history.shape[0], -1)
+    return history.reshape(history.shape[0], history.shape[1] * history.shape[2])

@@ -44,6 +44,5 @@ def nonfinite_envs(*tensors: torch.Tensor) -> torch.Tensor:
     One sum per env: NaN and inf propagate through it (a sum beyond the float range also counts,
     and such a state is broken anyway).
     """
-    num_envs = tensors[0].shape[0]
-    flat = torch.cat([t.reshape(num_envs, -1) for t in tensors], dim=-1)
+    flat = torch.cat([t.flatten(start_dim=1) for t in tensors], dim=-1)
     return ~torch.isfinite(flat.sum(dim=-1))
