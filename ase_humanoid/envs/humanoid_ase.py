@@ -10,9 +10,10 @@ On top of the AMP humanoid (the ASE agent brings the latents, encoder and divers
   random pool state.
 * **Recovery episodes.** When an env terminates (a fall), with probability
   `recovery_episode_prob` (0.2) its reset keeps the humanoid where it lies: a new episode starts
-  from the fallen state (the agent has seen `terminated`), and early termination is suppressed for
-  its first `recovery_steps` (60) control steps, so the policy gets that long to get up. Resets
-  from the fall pool get the same grace period.
+  from the fallen state (the agent has seen `terminated`) with its AMP history continuing, and
+  early termination is suppressed for its first `recovery_steps` (60) control steps, so the
+  policy gets that long to get up; after that the episode runs on like any other (up to
+  `max_episode_length`). Resets from the fall pool get the same grace period.
 * Every other reset uses the configured `state_init` (default Hybrid).
 """
 
