@@ -47,18 +47,10 @@ from ase_humanoid.robots.kinematics import (
 )
 from ase_humanoid.sim.base import PHYSICS_DT, PropSpec, make_backend
 from ase_humanoid.utils import rotations as rot
+from ase_humanoid.utils.render import Marker  # render-only shapes (kind, pos, size, rgba, mat)
 
 DEFAULT_ROOT_HEIGHT = 0.89
 """Root height (m) of the `Default` standing pose: identity rotation, all DoFs at zero."""
-
-
-@dataclass
-class Marker:
-    """A render-only sphere for the viewer (goal positions, targets); no physics."""
-
-    pos: np.ndarray  # [3] world
-    radius: float = 0.05
-    rgba: tuple = (1.0, 0.2, 0.2, 1.0)
 
 
 @dataclass

@@ -18,9 +18,10 @@ import math
 import torch
 
 from ase_humanoid.envs.config import HumanoidPerturbConfig
-from ase_humanoid.envs.humanoid import Humanoid, Marker
+from ase_humanoid.envs.humanoid import Humanoid
 from ase_humanoid.sim.base import PropSpec
 from ase_humanoid.utils import rotations as rot
+from ase_humanoid.utils.render import Marker
 
 GRAVITY = 9.81
 PROJECTILES = (
@@ -102,4 +103,4 @@ class HumanoidPerturb(Humanoid):
     def markers(self, env_id: int) -> list[Marker]:
         """The torso, the projectiles' target."""
         pos = self.sim.state.body_pos[env_id, self.target_body_id].detach().cpu().numpy()
-        return [Marker(pos=pos, radius=0.05, rgba=(1.0, 0.2, 0.2, 0.6))]
+        return [Marker(kind="sphere", pos=pos, size=(0.05, 0.05, 0.05), rgba=(1.0, 0.2, 0.2, 0.6))]
