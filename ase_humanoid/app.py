@@ -142,6 +142,7 @@ def run(argv: list[str]) -> None:
         cfg.device = f"cuda:{dist_utils.local_rank()}"
         OmegaConf.set_struct(cfg, True)
     seed_everything(int(cfg.seed) + 1000 * rank)
+    torch.set_num_threads(int(cfg.torch_threads))
     if cfg.test:
         from ase_humanoid.evaluate import evaluate
 

@@ -95,6 +95,12 @@ def _cuda_available() -> bool:
     return torch.cuda.is_available()
 
 
+def torch_default_threads() -> int:
+    import torch
+
+    return torch.get_num_threads()
+
+
 def _warp_installed() -> bool:
     try:
         import mujoco_warp  # noqa: F401
@@ -113,13 +119,17 @@ def resolve_auto(cfg: DictConfig) -> None:
         cfg.sim.name = "mujoco_warp" if (str(cfg.device).startswith("cuda") and _warp_installed()) else "mujoco"
     if cfg.num_threads == "auto":
         cfg.num_threads = os.cpu_count() or 1
+    if cfg.torch_threads == "auto":
+        # On CPU the physics threads and torch alternate; on small machines two torch threads
+        # fighting the MuJoCo pool (or anything else) are several times slower than one.
+        cfg.torch_threads = max(1, (os.cpu_count() or 2) // 2) if str(cfg.device) == "cpu" else torch_default_threads()
     if cfg.num_envs == "auto":
         if cfg.sim.name == "mujoco_warp" and str(cfg.device).startswith("cuda"):
             cfg.num_envs = 4096
         else:
             # About 64 worlds per core keeps the C threads busy without starving the update.
             cfg.num_envs = int(min(512, 64 * (os.cpu_count() or 1)))
-    for key in ("num_envs", "num_threads", "seed", "max_epochs"):
+    for key in ("num_envs", "num_threads", "torch_threads", "seed", "max_epochs"):
         value = cfg[key]
         if not isinstance(value, int) or isinstance(value, bool):
             raise ConfigError(f"config key '{key}' must be an integer, got {value!r}")

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from ase_humanoid.envs.checkpointing import env_state_dict, load_env_state_dict
 from ase_humanoid.utils.checkpoint import load_checkpoint, save_checkpoint
 from ase_humanoid.utils.logger import TrainingLogger
 
@@ -44,14 +45,13 @@ class EpisodeTracker:
     falls: list[float] = field(default_factory=list)
 
     def add(self, info: dict, terminated: torch.Tensor, truncated: torch.Tensor) -> None:
+        """`info["episode"]` holds return and length of the envs done this step, in env order."""
+        done = terminated | truncated
         episode = info.get("episode")
-        if not episode:
+        if not episode or not bool(done.any()):
             return
-        done = episode.get("done", terminated | truncated)
-        if not bool(done.any()):
-            return
-        self.returns.extend(episode["return"][done].tolist())
-        self.lengths.extend(episode["length"][done].float().tolist())
+        self.returns.extend(episode["return"].tolist())
+        self.lengths.extend(episode["length"].float().tolist())
         self.falls.extend(terminated[done].float().tolist())
 
     def pop_means(self) -> dict[str, float]:
@@ -97,14 +97,14 @@ class Runner:
             "global_step": self.global_step,
             "config": self.config,
             "agent": self.agent.state_dict(include_buffers),
-            "env": self.env.state_dict(),
+            "env": env_state_dict(self.env),
             "obs": self.obs,
             "rng": rng_state(),
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.agent.load_state_dict(state["agent"])
-        self.env.load_state_dict(state["env"])
+        load_env_state_dict(self.env, state["env"])
         self.obs = state["obs"].to(self.env.device) if state.get("obs") is not None else None
         self.epoch, self.global_step = state["epoch"], state["global_step"]
         set_rng_state(state["rng"])
