@@ -179,7 +179,7 @@ def train(cfg: DictConfig, rank: int = 0, world_size: int = 1) -> Path:
         print(f"resumed from {resume_from} at epoch {runner.epoch}", flush=True)
     elif cfg.checkpoint:
         # Start a new run from the weights of an earlier one (agent only; fresh env and counters).
-        agent.load_state_dict(load_checkpoint(resolve_path(cfg.checkpoint), env.device)["agent"])
+        agent.load_policy_state_dict(load_checkpoint(resolve_path(cfg.checkpoint), env.device)["agent"])
     if is_main:
         run_dir.mkdir(parents=True, exist_ok=True)
         OmegaConf.save(cfg, run_dir / "config.yaml", resolve=True)

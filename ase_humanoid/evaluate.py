@@ -30,7 +30,7 @@ def load_policy(cfg: DictConfig):
         return env, None
     agent = build_agent(cfg, env)
     state = load_checkpoint(resolve_path(cfg.checkpoint), map_location=env.device)
-    agent.load_state_dict(state["agent"])
+    agent.load_policy_state_dict(state["agent"])
     return env, agent
 
 

@@ -195,12 +195,15 @@ class AMPAgent(PPOAgent):
                       "replay_buffer": self.replay_buffer.state_dict(include)})
         return state
 
-    def load_state_dict(self, state: dict[str, Any]) -> None:
+    def load_policy_state_dict(self, state: dict[str, Any]) -> None:
         if state.get("amp_obs_dim") != self.amp_obs_dim:
             raise CheckpointError(f"checkpoint amp_obs_dim {state.get('amp_obs_dim')} does not "
                                   f"match this agent's {self.amp_obs_dim}")
-        super().load_state_dict(state)
+        super().load_policy_state_dict(state)
         self.amp_norm.load_state_dict(state["amp_norm"])
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        super().load_state_dict(state)
         try:
             self.replay_buffer.load_state_dict(state["replay_buffer"])
             demo_state = state["demo_buffer"]

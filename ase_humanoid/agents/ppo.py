@@ -406,21 +406,32 @@ class PPOAgent:
             "rollout": {k: v.clone() for k, v in self.rollout.data.items()},
         }
 
-    def load_state_dict(self, state: dict[str, Any]) -> None:
+    def load_policy_state_dict(self, state: dict[str, Any]) -> None:
+        """Networks and normalisers only: for evaluation, or to start a new run from trained
+        weights with any number of envs. `load_state_dict` restores everything."""
         if state.get("algo") != type(self).__name__:
             raise CheckpointError(f"checkpoint holds a {state.get('algo')!r} agent, "
                                   f"not {type(self).__name__}")
-        dims = {"obs_dim": self.obs_dim, "action_dim": self.action_dim, "num_envs": self.num_envs}
-        if state["dims"] != dims:
-            raise CheckpointError(f"checkpoint dims {state['dims']} do not match this agent's {dims}")
+        dims = {"obs_dim": self.obs_dim, "action_dim": self.action_dim}
+        saved = {k: state["dims"][k] for k in dims}
+        if saved != dims:
+            raise CheckpointError(f"checkpoint dims {saved} do not match this agent's {dims} "
+                                  "(another robot or task?)")
         try:
             self.model.load_state_dict(state["model"])
         except RuntimeError as err:
             raise CheckpointError(f"checkpoint networks do not fit this agent's config: {err}") from err
-        self.optimizer.load_state_dict(state["optimizer"])
         self.obs_norm.load_state_dict(state["obs_norm"])
         self.value_norm.load_state_dict(state["value_norm"])
         self.reward_norm.load_state_dict(state["reward_norm"])
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        dims = {"obs_dim": self.obs_dim, "action_dim": self.action_dim, "num_envs": self.num_envs}
+        if state.get("dims") is not None and state["dims"] != dims:
+            raise CheckpointError(f"checkpoint dims {state['dims']} do not match this agent's {dims}; "
+                                  "resuming needs the same num_envs")
+        self.load_policy_state_dict(state)
+        self.optimizer.load_state_dict(state["optimizer"])
         self.epoch, self.env_steps = state["epoch"], state["env_steps"]
         self.rng.set_state(state["rng"].cpu())
         self.rollout.step = state["rollout_step"]
