@@ -2,7 +2,8 @@
 
 `RawWarpLoop` is what `sim_throughput.py --sim mujoco_warp` compares the backend against: bare
 MuJoCo Warp stepping of the backend's own model (same worlds, substeps and random PD targets, the
-substep loop captured as a CUDA graph) with no conversion of state to the interface's tensors.
+substep loop captured and replayed as in the backend) with no conversion of state to the
+interface's tensors.
 
     python benchmarks/_warp_bench.py equivalence --device cuda     # GPU vs native MuJoCo, JSON
 
@@ -73,7 +74,6 @@ class RawWarpLoop:
         self.scale = robot.pd_action_scale.to(device)
         self.generator = torch.Generator(device=device).manual_seed(args.seed)
         self.cuda = device.type == "cuda"
-        self.graph = None
         if self.cuda:
             self.stream = wp.Stream(self.wp_device)
             with wp.ScopedDevice(self.wp_device), wp.ScopedStream(self.stream):
@@ -81,10 +81,13 @@ class RawWarpLoop:
             wp.synchronize_stream(self.stream)
             self.qpos.copy_(self.start_qpos.expand_as(self.qpos))
             self.qvel.zero_()
-            with wp.ScopedDevice(self.wp_device):
+            with wp.ScopedDevice(self.wp_device), wp.ScopedStream(self.stream):
                 with wp.ScopedCapture(stream=self.stream, force_module_load=False) as capture:
                     self._substeps()
-            self.graph = capture.graph
+        else:  # warp's CPU device replays a recorded launch sequence
+            with wp.ScopedDevice(self.wp_device), wp.ScopedCapture() as capture:
+                self._substeps()
+        self.graph = capture.graph
         self.resets = 0
 
     def _substeps(self):
@@ -102,8 +105,7 @@ class RawWarpLoop:
             wp.capture_launch(self.graph, stream=self.stream)
             torch_stream.wait_stream(self.stream)
         else:
-            with wp.ScopedDevice(self.wp_device):
-                self._substeps()
+            wp.capture_launch(self.graph)
         blown = ~(self.qvel.abs() <= MAX_SPEED).all(dim=1)
         if blown.any():
             self.resets += int(blown.sum())

@@ -29,7 +29,7 @@ import mujoco
 import pytest
 import torch
 
-from ase_humanoid.errors import ConfigError
+from ase_humanoid.errors import ConfigError, ModelError
 from ase_humanoid.robots import body_state_from_qpos, load_robot
 from ase_humanoid.sim import PropSpec, make_backend
 from ase_humanoid.sim.scene import lowest_point_height
@@ -207,6 +207,27 @@ def test_subset_reset_leaves_other_worlds_alone(warp_sim, robot):
         value = getattr(state, name)
         assert torch.equal(value[1], value[3]), name
     assert not torch.allclose(state.root_pos[1], new_state[0][0])  # it did move
+
+
+def test_state_dict_resumes_bitwise(warp_sim, robot):
+    generator = torch.Generator().manual_seed(5)
+    warp_sim.set_robot_state(torch.arange(4), *perturbed_state(warp_sim, 4, generator))
+    warp_sim.set_pd_targets(random_targets(robot, 4, generator))
+    warp_sim.step(4)
+    saved = warp_sim.state_dict()
+    runs = []
+    for _ in range(2):
+        warp_sim.load_state_dict(saved)
+        for _ in range(3):
+            warp_sim.step(4)
+        runs.append({name: getattr(warp_sim.state, name).clone() for name in STATE_NAMES + ["contact_forces"]})
+    for name in runs[0]:
+        assert torch.equal(runs[0][name], runs[1][name]), name
+    with pytest.raises(ModelError, match="backend 'mujoco'"):
+        warp_sim.load_state_dict({"backend": "mujoco"})
+    wrong = dict(saved, qpos=saved["qpos"][:2])
+    with pytest.raises(ModelError, match=r"'qpos' has shape \[2, 35\]"):
+        warp_sim.load_state_dict(wrong)
 
 
 def test_standing_humanoid_contact_force_equals_weight(warp_sim, robot):
