@@ -74,7 +74,9 @@ def build_env(cfg: DictConfig, rank: int = 0):
         # One high-level step drives the frozen ASE controller for llc_steps control steps.
         from ase_humanoid.agents.hrl import load_llc, make_hrl_env
 
-        llc_path = resolve_path(cfg.llc_checkpoint or cfg.checkpoint)
+        # An HRL checkpoint carries its LLC: test / resume runs need no llc_checkpoint.
+        resumed = str(Path(cfg.run_dir) / "latest.pt") if cfg.resume and cfg.run_dir else None
+        llc_path = resolve_path(cfg.llc_checkpoint or cfg.checkpoint or resumed)
         env = make_hrl_env(env, load_llc(llc_path, env.device), int(cfg.train.params.llc_steps))
     return env
 

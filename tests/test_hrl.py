@@ -121,6 +121,11 @@ def test_pretrain_llc_then_train_and_evaluate_every_task(tmp_path, capsys):
         run([f"task={task}", "test=true", f"checkpoint={run_dir / 'latest.pt'}", "test_episodes=2"] + TRAIN)
         printed = capsys.readouterr().out
         assert f"{metric}=" in printed and "episode/count=" in printed, printed
+    # resume continues the run from its own checkpoint (LLC included)
+    strike_dir = tmp_path / "HumanoidStrike"
+    run(["task=HumanoidStrike", "resume=true", f"run_dir={strike_dir}"] + 
+        [a for a in TRAIN if not a.startswith("max_epochs=")] + ["max_epochs=3"])
+    assert torch.load(strike_dir / "latest.pt", weights_only=False)["agent"]["epoch"] == 3
     # the low-level controller stayed frozen through high-level training
     before, after = load_llc(llc_ckpt).export(), load_llc(tmp_path / "HumanoidStrike" / "latest.pt").export()
     assert before["robot"] == "amp_humanoid"
