@@ -12,7 +12,7 @@ import time
 
 import numpy as np
 import torch
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from ase_humanoid.errors import ConfigError
 from ase_humanoid.runner import EpisodeTracker
@@ -28,8 +28,14 @@ def load_policy(cfg: DictConfig):
     env = build_env(cfg)
     if cfg.task.name == "HumanoidViewMotion":
         return env, None
-    agent = build_agent(cfg, env)
     state = load_checkpoint(resolve_path(cfg.checkpoint), map_location=env.device)
+    saved_train = (state.get("config") or {}).get("train")
+    if saved_train is not None:
+        # The networks are built as they were trained (sizes, algorithm), whatever cfg.train says.
+        OmegaConf.set_struct(cfg, False)
+        cfg.train = OmegaConf.create(saved_train)
+        OmegaConf.set_struct(cfg, True)
+    agent = build_agent(cfg, env)
     agent.load_policy_state_dict(state["agent"])
     return env, agent
 
@@ -51,19 +57,28 @@ def evaluate(cfg: DictConfig) -> dict[str, float]:
         return run_viewer(env, agent)
 
     frames, recorder = [], None
+    frame_rate = 1.0 / env.dt  # every control step of the simulator, also under a high-level policy
+    max_video_frames = int(cfg.video_seconds * frame_rate) if cfg.video else 0
     if cfg.video:
         from ase_humanoid.utils.render import OffscreenRenderer
 
         recorder = OffscreenRenderer(env.mj_model)
-    max_video_frames = int(cfg.video_seconds * env.control_freq) if cfg.video else 0
+
+        def record_frame():
+            if len(frames) < max_video_frames:
+                frames.append(recorder.render(env.render_state(0), text=_overlay(env, cfg, len(frames) / frame_rate),
+                                              markers=env.markers(0)))
+
+        env.step_callback = record_frame
 
     tracker = EpisodeTracker()
     obs = env.reset()
     finished = 0
     step = 0
     t0 = time.time()
-    # Stop after test_episodes episodes, or when the video is long enough (view-motion).
-    step_limit = env.max_episode_length * max(1, int(np.ceil(cfg.test_episodes / env.num_envs))) + 1
+    # Stop after test_episodes episodes and once the video is long enough.
+    decisions_per_episode = int(np.ceil(env.max_episode_length * env.dt * env.control_freq))
+    step_limit = decisions_per_episode * max(1, int(np.ceil(cfg.test_episodes / env.num_envs))) + 1
     while step < step_limit:
         actions = _policy_actions(agent, obs, env)
         obs, reward, terminated, truncated, info = env.step(actions)
@@ -71,9 +86,6 @@ def evaluate(cfg: DictConfig) -> dict[str, float]:
             _advance_latents(agent, terminated | truncated, cfg.latent)
         tracker.add(info, terminated, truncated)
         finished += int((terminated | truncated).sum())
-        if recorder is not None and len(frames) < max_video_frames:
-            frames.append(recorder.render(env.render_state(0), text=_overlay(env, cfg, step),
-                                          markers=env.markers(0) if hasattr(env, "markers") else None))
         step += 1
         if finished >= cfg.test_episodes and len(frames) >= max_video_frames:
             break
@@ -84,7 +96,7 @@ def evaluate(cfg: DictConfig) -> dict[str, float]:
     if recorder is not None:
         from ase_humanoid.utils.render import write_video
 
-        path = write_video(cfg.video, frames, fps=env.control_freq)
+        path = write_video(cfg.video, frames, fps=frame_rate)
         recorder.close()
         print(f"video: {path} ({len(frames)} frames)")
     print(" ".join(f"{k}={v:.4g}" for k, v in sorted(stats.items())), flush=True)
@@ -98,8 +110,8 @@ def _advance_latents(agent, dones: torch.Tensor, mode: str) -> None:
     agent.advance_latents(dones)
 
 
-def _overlay(env, cfg: DictConfig, step: int) -> list[str]:
-    lines = [f"{cfg.task.name}  t={step / env.control_freq:5.2f}s"]
+def _overlay(env, cfg: DictConfig, seconds: float) -> list[str]:
+    lines = [f"{cfg.task.name}  t={seconds:5.2f}s"]
     if hasattr(env, "describe"):
         lines.append(env.describe(0))
     return lines

@@ -140,6 +140,9 @@ class Humanoid:
                                 device=self.device, num_threads=cfg.num_threads)
         self._init_buffers()
         self._needs_reset = True
+        # Optional callable run after every control step (video recording, viewers); hierarchical
+        # envs step several control steps per decision, and each one is seen here.
+        self.step_callback = None
 
     # ---- construction -------------------------------------------------------------------------
 
@@ -231,6 +234,11 @@ class Humanoid:
         """Seconds per control step."""
         return self.control_dt
 
+    @property
+    def control_freq(self) -> float:
+        """Policy decisions per second (30 Hz; hierarchical envs divide by their llc_steps)."""
+        return 1.0 / self.control_dt
+
     def render_state(self, env_id: int) -> np.ndarray:
         """MuJoCo qpos `[nq]` (wxyz quaternions) of world `env_id`, for `mj_model`."""
         return self.sim.qpos_for_render(env_id)
@@ -306,6 +314,8 @@ class Humanoid:
         else:
             empty = torch.zeros(0, device=self.device)
             info["episode"] = {"return": empty, "length": empty.long()}
+        if self.step_callback is not None:
+            self.step_callback()
         return obs, reward, terminated, truncated, info
 
     def fetch_amp_obs_demo(self, num_samples: int) -> torch.Tensor:
