@@ -367,3 +367,14 @@ def test_bad_dataset_yaml(robot, tmp_path, content, match):
 def test_missing_motion_file(robot, tmp_path):
     with pytest.raises(MotionFileError, match=r"motion file not found: .*absent\.npy"):
         MotionLib(tmp_path / "absent.npy", robot)
+
+
+def test_every_bundled_dataset_loads_on_its_humanoid():
+    """Every dataset YAML in motions/ loads (the sword-and-shield one on its 17-body humanoid)."""
+    from ase_humanoid.robots import load_robot
+
+    for path in sorted(MOTIONS.glob("dataset_*.yaml")):
+        robot = load_robot("sword_shield" if "sword_shield" in path.name else "amp_humanoid")
+        lib = MotionLib(path, robot)
+        assert lib.num_motions >= 2, path.name
+        assert bool((lib.motion_lengths > 0.5).all()), path.name
