@@ -46,8 +46,8 @@ from ase_humanoid.utils.rotations import quat_rotate, quat_rotate_inverse
 
 _FULLPHYSICS = int(mujoco.mjtState.mjSTATE_FULLPHYSICS)
 _CTRL = int(mujoco.mjtState.mjSTATE_CTRL)
-_WXYZ_FROM_XYZW = [3, 0, 1, 2]
-_XYZW_FROM_WXYZ = [1, 2, 3, 0]
+_WXYZ_FROM_XYZW = torch.tensor([3, 0, 1, 2])
+_XYZW_FROM_WXYZ = torch.tensor([1, 2, 3, 0])
 
 
 class MujocoCpuBackend(SimBackend):
@@ -81,7 +81,7 @@ class MujocoCpuBackend(SimBackend):
         self._pool = mujoco.rollout.Rollout(nthread=self.num_threads if self.num_threads > 1 else 0)
         self._thread_data = [mujoco.MjData(model) for _ in range(self.num_threads)]
         self._models = [model] * self.num_envs
-        self._refresh_from_state(recompute_all=True)
+        self._refresh_from_state()
 
     # ---- construction -------------------------------------------------------------------------
 
@@ -93,17 +93,15 @@ class MujocoCpuBackend(SimBackend):
         # Column indices into the state array.
         self._qpos_cols = slice(qpos_off, qpos_off + model.nq)
         root_q, root_v = qpos_off + layout.root_qpos_adr, qvel_off + layout.root_qvel_adr
-        self._root_pos_cols = np.arange(root_q, root_q + 3)
-        self._root_quat_cols = np.arange(root_q + 3, root_q + 7)  # w, x, y, z
-        self._root_lin_vel_cols = np.arange(root_v, root_v + 3)
-        self._root_ang_vel_cols = np.arange(root_v + 3, root_v + 6)  # body frame in MuJoCo
-        self._dof_pos_cols = qpos_off + layout.dof_qpos_adr
-        self._dof_vel_cols = qvel_off + layout.dof_qvel_adr
+        # Free joints: (pos, quat w x y z, linear vel, angular vel in the body frame) columns.
+        self._root_cols = _free_body_cols(root_q, root_v)
+        self._dof_pos_cols = _as_slice(qpos_off + layout.dof_qpos_adr)
+        self._dof_vel_cols = _as_slice(qvel_off + layout.dof_qvel_adr)
         self._prop_cols = {
-            name: (qpos_off + layout.prop_qpos_adr[name], qvel_off + layout.prop_qvel_adr[name])
+            name: _free_body_cols(qpos_off + layout.prop_qpos_adr[name], qvel_off + layout.prop_qvel_adr[name])
             for name in self.prop_names
         }
-        self._body_contact_cols = (layout.body_contact_adr[:, None] + np.arange(3)).reshape(-1)
+        self._body_contact_cols = _as_slice((layout.body_contact_adr[:, None] + np.arange(3)).reshape(-1))
         self._dof_actuator_ids = layout.dof_actuator_ids
         self._actuators_in_dof_order = bool(
             np.array_equal(layout.dof_actuator_ids, np.arange(model.nu))
@@ -163,7 +161,7 @@ class MujocoCpuBackend(SimBackend):
         )
         np.copyto(self._state, state_out[:, -1])
         np.copyto(self._sensordata, sensordata_out[:, -1])
-        self._refresh_from_state(recompute_all=True)
+        self._refresh_from_state()
 
     def state_dict(self) -> dict:
         return {"backend": "mujoco", "state": self._state.copy(), "ctrl": self._ctrl_targets.copy(),
@@ -177,7 +175,7 @@ class MujocoCpuBackend(SimBackend):
         np.copyto(self._state, state["state"])
         np.copyto(self._ctrl_targets, state["ctrl"])
         np.copyto(self._sensordata, state["sensordata"])
-        self._refresh_from_state(recompute_all=True)
+        self._refresh_from_state()
 
     def close(self) -> None:
         if self._pool is not None:
@@ -192,61 +190,50 @@ class MujocoCpuBackend(SimBackend):
 
     # ---- state read-back ----------------------------------------------------------------------
 
-    def _to_device(self, array: np.ndarray) -> torch.Tensor:
-        return torch.from_numpy(array).to(device=self.device, dtype=self.dtype)
+    def _convert(self, values: torch.Tensor) -> torch.Tensor:
+        """A new tensor on the device in the state dtype (never a view of the state arrays,
+        which the next step overwrites)."""
+        return values.to(device=self.device, dtype=self.dtype, copy=True)
 
-    def _read_free_body(self, pos_cols, quat_cols, lin_cols, ang_cols):
-        """Free-joint state of every world -> (pos, rot xyzw, lin_vel, world ang_vel) tensors."""
-        state = self._state
-        quat_wxyz = torch.from_numpy(state[:, quat_cols])
-        rot64 = quat_wxyz[:, _XYZW_FROM_WXYZ]
-        ang_world = quat_rotate(rot64, torch.from_numpy(state[:, ang_cols]))
+    def _read_free_body(self, state: torch.Tensor, cols):
+        """Free-joint state of every world from `state` (float64 view of the state array) ->
+        (pos, rot xyzw, lin_vel, world ang_vel) tensors."""
+        pos_cols, quat_cols, lin_cols, ang_cols = cols
+        rot64 = state[:, quat_cols].index_select(1, _XYZW_FROM_WXYZ)
+        ang_world = quat_rotate(rot64, state[:, ang_cols])
         return (
-            self._to_device(state[:, pos_cols]),
+            self._convert(state[:, pos_cols]),
             rot64.to(device=self.device, dtype=self.dtype),
-            self._to_device(state[:, lin_cols]),
+            self._convert(state[:, lin_cols]),
             ang_world.to(device=self.device, dtype=self.dtype),
         )
 
-    def _refresh_from_state(self, recompute_all: bool):
+    def _refresh_from_state(self):
         """Rebuild the SimState/PropState snapshots from the state array and last sensor data."""
-        root_pos, root_rot, root_lin_vel, root_ang_vel = self._read_free_body(
-            self._root_pos_cols, self._root_quat_cols, self._root_lin_vel_cols,
-            self._root_ang_vel_cols,
+        state, sensors = torch.from_numpy(self._state), torch.from_numpy(self._sensordata)
+        root = self._read_free_body(state, self._root_cols)
+        dof_pos = self._convert(state[:, self._dof_pos_cols])
+        dof_vel = self._convert(state[:, self._dof_vel_cols])
+        contact = -self._convert(sensors[:, self._body_contact_cols])
+        bodies = body_state_from_qpos(self.robot, *root, dof_pos, dof_vel)
+        self._sim_state = SimState(
+            *root, dof_pos, dof_vel, *bodies,
+            contact_forces=contact.reshape(self.num_envs, self.robot.num_bodies, 3),
         )
-        dof_pos = self._to_device(self._state[:, self._dof_pos_cols])
-        dof_vel = self._to_device(self._state[:, self._dof_vel_cols])
-        contact = -self._to_device(self._sensordata[:, self._body_contact_cols])
-        self._sim_state = self._make_sim_state(
-            root_pos, root_rot, root_lin_vel, root_ang_vel, dof_pos, dof_vel,
-            contact.reshape(self.num_envs, self.robot.num_bodies, 3),
-        )
-        self._prop_states = {name: self._read_prop(name) for name in self.prop_names}
+        self._refresh_props(state, sensors)
 
-    def _make_sim_state(self, root_pos, root_rot, root_lin_vel, root_ang_vel, dof_pos, dof_vel,
-                        contact_forces) -> SimState:
-        body_pos, body_rot, body_lin_vel, body_ang_vel = body_state_from_qpos(
-            self.robot, root_pos, root_rot, root_lin_vel, root_ang_vel, dof_pos, dof_vel
-        )
-        return SimState(
-            root_pos=root_pos, root_rot=root_rot, root_lin_vel=root_lin_vel,
-            root_ang_vel=root_ang_vel, dof_pos=dof_pos, dof_vel=dof_vel,
-            body_pos=body_pos, body_rot=body_rot, body_lin_vel=body_lin_vel,
-            body_ang_vel=body_ang_vel, contact_forces=contact_forces,
-        )
+    def _refresh_props(self, state=None, sensors=None):
+        if state is None:
+            state, sensors = torch.from_numpy(self._state), torch.from_numpy(self._sensordata)
+        self._prop_states = {name: self._read_prop(state, sensors, name) for name in self.prop_names}
 
-    def _read_prop(self, name: str) -> PropState:
-        q, v = self._prop_cols[name]
-        pos, rot, lin_vel, ang_vel = self._read_free_body(
-            np.arange(q, q + 3), np.arange(q + 3, q + 7), np.arange(v, v + 3),
-            np.arange(v + 3, v + 6),
-        )
+    def _read_prop(self, state: torch.Tensor, sensors: torch.Tensor, name: str) -> PropState:
+        pos, rot, lin_vel, ang_vel = self._read_free_body(state, self._prop_cols[name])
         adr = self._layout.prop_contact_adr[name]
-        found = self._sensordata[:, adr]
         return PropState(
             pos=pos, rot=rot, lin_vel=lin_vel, ang_vel=ang_vel,
-            contact_force=-self._to_device(self._sensordata[:, adr + 1: adr + 4]),
-            in_contact=torch.from_numpy(found > 0).to(self.device),
+            contact_force=-self._convert(sensors[:, adr + 1: adr + 4]),
+            in_contact=(sensors[:, adr] > 0).to(self.device),
         )
 
     @property
@@ -281,14 +268,21 @@ class MujocoCpuBackend(SimBackend):
             self._sensordata[broken] = 0.0
         return bool(broken.size)
 
-    def _write_free_body(self, ids, pos_cols, quat_cols, lin_cols, ang_cols, pos, rot, lin_vel,
-                         ang_vel):
+    def _put(self, ids: np.ndarray, cols, values: torch.Tensor) -> None:
+        """Write `values [n, k]` into rows `ids` and columns `cols` (slice or index array)."""
+        values = values.detach().to("cpu", torch.float64).numpy()
+        if isinstance(cols, slice):
+            self._state[ids, cols] = values
+        else:
+            self._state[np.ix_(ids, cols)] = values
+
+    def _write_free_body(self, ids, cols, pos, rot, lin_vel, ang_vel):
+        pos_cols, quat_cols, lin_cols, ang_cols = cols
         rot64 = rot.detach().to("cpu", torch.float64)
-        ang_local = quat_rotate_inverse(rot64, ang_vel.detach().to("cpu", torch.float64))
-        self._state[np.ix_(ids, pos_cols)] = pos.detach().to("cpu", torch.float64).numpy()
-        self._state[np.ix_(ids, quat_cols)] = rot64[:, _WXYZ_FROM_XYZW].numpy()
-        self._state[np.ix_(ids, lin_cols)] = lin_vel.detach().to("cpu", torch.float64).numpy()
-        self._state[np.ix_(ids, ang_cols)] = ang_local.numpy()
+        self._put(ids, pos_cols, pos)
+        self._put(ids, quat_cols, rot64.index_select(1, _WXYZ_FROM_XYZW))
+        self._put(ids, lin_cols, lin_vel)
+        self._put(ids, ang_cols, quat_rotate_inverse(rot64, ang_vel.detach().to("cpu", torch.float64)))
 
     def set_robot_state(self, env_ids, root_pos, root_rot, root_lin_vel, root_ang_vel, dof_pos,
                         dof_vel) -> None:
@@ -304,29 +298,30 @@ class MujocoCpuBackend(SimBackend):
             return
         ids = ids_t.numpy()
         repaired = self._repair_non_finite(ids)
-        self._write_free_body(
-            ids, self._root_pos_cols, self._root_quat_cols, self._root_lin_vel_cols,
-            self._root_ang_vel_cols, root_pos, root_rot, root_lin_vel, root_ang_vel,
-        )
-        self._state[np.ix_(ids, self._dof_pos_cols)] = dof_pos.detach().to("cpu", torch.float64).numpy()
-        self._state[np.ix_(ids, self._dof_vel_cols)] = dof_vel.detach().to("cpu", torch.float64).numpy()
+        self._write_free_body(ids, self._root_cols, root_pos, root_rot, root_lin_vel, root_ang_vel)
+        self._put(ids, self._dof_pos_cols, dof_pos)
+        self._put(ids, self._dof_vel_cols, dof_vel)
         # No contact has been solved for the new pose yet.
-        self._sensordata[np.ix_(ids, self._body_contact_cols)] = 0.0
+        if isinstance(self._body_contact_cols, slice):
+            self._sensordata[ids, self._body_contact_cols] = 0.0
+        else:
+            self._sensordata[np.ix_(ids, self._body_contact_cols)] = 0.0
 
-        # New snapshot: the set values verbatim for `ids` (exact round trip), bodies recomputed.
+        # New snapshot: the set values verbatim for `ids` (exact round trip); body states are
+        # computed for these worlds only, every other world keeps its rows.
         old = self._sim_state
         dev_ids = ids_t.to(self.device)
-
-        def put(current, new):
-            return current.index_copy(0, dev_ids, new.detach().to(self.device, self.dtype))
-
-        new_root = [put(old.root_pos, root_pos), put(old.root_rot, root_rot),
-                    put(old.root_lin_vel, root_lin_vel), put(old.root_ang_vel, root_ang_vel),
-                    put(old.dof_pos, dof_pos), put(old.dof_vel, dof_vel)]
-        contact = old.contact_forces.index_fill(0, dev_ids, 0.0)
-        self._sim_state = self._make_sim_state(*new_root, contact)
+        new_root = [x.detach().to(self.device, self.dtype)
+                    for x in (root_pos, root_rot, root_lin_vel, root_ang_vel, dof_pos, dof_vel)]
+        bodies = body_state_from_qpos(self.robot, *new_root)
+        olds = (old.root_pos, old.root_rot, old.root_lin_vel, old.root_ang_vel, old.dof_pos,
+                old.dof_vel, old.body_pos, old.body_rot, old.body_lin_vel, old.body_ang_vel)
+        self._sim_state = SimState(
+            *(current.index_copy(0, dev_ids, new) for current, new in zip(olds, (*new_root, *bodies))),
+            contact_forces=old.contact_forces.index_fill(0, dev_ids, 0.0),
+        )
         if repaired:  # their props went back to the default state too
-            self._prop_states = {name: self._read_prop(name) for name in self.prop_names}
+            self._refresh_props()
 
     def set_prop_state(self, name, env_ids, pos, rot, lin_vel, ang_vel) -> None:
         self._check_prop_name(name)
@@ -339,11 +334,7 @@ class MujocoCpuBackend(SimBackend):
         if n == 0:
             return
         ids = ids_t.numpy()
-        q, v = self._prop_cols[name]
-        self._write_free_body(
-            ids, np.arange(q, q + 3), np.arange(q + 3, q + 7), np.arange(v, v + 3),
-            np.arange(v + 3, v + 6), pos, rot, lin_vel, ang_vel,
-        )
+        self._write_free_body(ids, self._prop_cols[name], pos, rot, lin_vel, ang_vel)
         adr = self._layout.prop_contact_adr[name]
         self._sensordata[ids, adr: adr + 4] = 0.0
 
@@ -359,3 +350,18 @@ class MujocoCpuBackend(SimBackend):
             contact_force=old.contact_force.index_fill(0, dev_ids, 0.0),
             in_contact=old.in_contact.index_fill(0, dev_ids, False),
         )
+
+
+def _free_body_cols(qpos_adr: int, qvel_adr: int) -> tuple:
+    """State-array columns of a free joint: (pos, quat w x y z, linear velocity, angular
+    velocity in the body frame), as slices."""
+    return (slice(qpos_adr, qpos_adr + 3), slice(qpos_adr + 3, qpos_adr + 7),
+            slice(qvel_adr, qvel_adr + 3), slice(qvel_adr + 3, qvel_adr + 6))
+
+
+def _as_slice(cols: np.ndarray):
+    """Consecutive column indices as a slice (views instead of copies), else the index array."""
+    cols = np.asarray(cols, dtype=np.int64)
+    if cols.size and np.array_equal(cols, np.arange(cols[0], cols[0] + cols.size)):
+        return slice(int(cols[0]), int(cols[0]) + cols.size)
+    return cols
