@@ -94,15 +94,16 @@ if [ "$PREFLIGHT_RC" -eq 0 ] && { [ "$DEVICE" = cpu ] || grep -q '"cuda": true' 
     done
     run_stage train_ase 120 "$PY" train.py task=HumanoidASE sim=mujoco_warp "device=$DEVICE" \
         "num_envs=$ENVS" max_epochs=4 "run_dir=$WORK/train_ase"
-    # The AMP run gets AMP_MINUTES or what is left (start-up and the final write need ~45 s).
-    left=$((DEADLINE - $(date +%s) - 45))
+    # The AMP run gets AMP_MINUTES or what is left; start-up (motion data, demo buffer, first
+    # epoch) and the final write get 75 s on top.
+    left=$((DEADLINE - $(date +%s) - 75))
     amp_s=$(awk "BEGIN { printf \"%d\", $AMP_MINUTES * 60 }")
     [ "$amp_s" -gt "$left" ] && amp_s=$left
     [ "$amp_s" -lt 30 ] && amp_s=0
     amp_minutes=$(awk "BEGIN { printf \"%.2f\", $amp_s / 60 }")
     echo "$amp_minutes" >"$WORK/amp_minutes"
     if [ "$amp_s" -gt 0 ]; then
-        run_stage amp_walk $((amp_s + 45)) "$PY" benchmarks/learn_amp_walk.py --minutes "$amp_minutes" \
+        run_stage amp_walk $((amp_s + 75)) "$PY" benchmarks/learn_amp_walk.py --minutes "$amp_minutes" \
             --sim mujoco_warp --device "$DEVICE" --envs "$ENVS" --out "$WORK/amp_walk"
         cp "$WORK/amp_walk/learn_amp_walk.json" "$WORK/amp_walk/learn_amp_walk.png" "$OUT_DIR/" 2>/dev/null
     fi

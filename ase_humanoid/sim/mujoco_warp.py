@@ -72,6 +72,10 @@ from ase_humanoid.sim.base import (
 from ase_humanoid.sim.scene import build_scene
 from ase_humanoid.utils.rotations import quat_rotate, quat_rotate_inverse
 
+# Warp records and replays launch sequences on its CPU device from 1.19 on (tested there);
+# older versions launch eagerly on the CPU.
+_CPU_GRAPHS = tuple(int(part) for part in wp.__version__.split(".")[:2]) >= (1, 19)
+
 DEFAULT_NCONMAX = 48
 DEFAULT_NJMAX = 128
 
@@ -141,8 +145,8 @@ class MujocoWarpBackend(SimBackend):
         _quiet_warp()
         wp.init()
         self._is_cuda = self.device.type == "cuda"
-        self._use_graph = bool(use_graph)
-        self._graphs = {}  # substeps -> captured CUDA graph
+        self._use_graph = bool(use_graph) and (self._is_cuda or _CPU_GRAPHS)
+        self._graphs = {}  # substeps -> captured graph
         self._build_warp_world(int(nconmax), int(njmax))
         self._init_index_maps()
         if self._is_cuda:
