@@ -1,10 +1,10 @@
 """MuJoCo Warp backend on warp's CPU device (a handful of worlds) against the native CPU backend.
 
 Kernel compilation: the first run on a machine compiles MuJoCo Warp's kernels for warp's CPU
-device (about 60 s here, plus some seconds for the scene with a prop; 76 s for the whole file
-from a cold cache); warp caches them in ~/.cache/warp/<version> (WARP_CACHE_PATH overrides it),
-after which this file takes about 20 s on 2 cores. The tests share two backends (module
-fixtures) so the kernels load once.
+device (this whole file took 46 s from a cold cache here); warp caches them in
+~/.cache/warp/<version> (WARP_CACHE_PATH overrides it), after which the file takes about 11 s on
+2 cores. The tests share two backends (module fixtures) so the kernels load once, and the
+backend replays its captured substep loop, so stepping a few worlds is cheap.
 
 Tolerances of the equivalence test (30 control steps = 120 substeps of 1/120 s, 4 worlds: one
 standing, three pushed, tilted and driven to random PD targets, one of which falls over): root
