@@ -76,6 +76,14 @@ def tree_levels(parent_indices, device=None) -> TreeLevels:
     return _tree_levels_cached(parents, str(torch.device("cpu" if device is None else device)))
 
 
+def _broadcast_lead(*tensors: torch.Tensor) -> torch.Size:
+    """Broadcast shape of the tensors' leading dims (all but the last); fast when they agree."""
+    lead = tensors[0].shape[:-1]
+    if all(t.shape[:-1] == lead for t in tensors[1:]):
+        return lead
+    return torch.broadcast_shapes(*(t.shape[:-1] for t in tensors))
+
+
 def _to_level_order(x: torch.Tensor, levels: TreeLevels) -> torch.Tensor:
     """[n, B, k] in body order -> [B, n, k] in level order (contiguous)."""
     return x.transpose(0, 1).index_select(0, levels.order)
@@ -122,7 +130,7 @@ def forward_kinematics(
     device, dtype = local_rot.device, local_rot.dtype
     levels = tree_levels(parent_indices, device)
     num_bodies = local_rot.shape[-2]
-    lead = torch.broadcast_shapes(local_rot.shape[:-2], root_pos.shape[:-1], root_rot.shape[:-1])
+    lead = _broadcast_lead(local_rot[..., 0, :], root_pos, root_rot)
     n = math.prod(lead)
     local_rot = _to_level_order(local_rot.expand(*lead, num_bodies, 4).reshape(n, num_bodies, 4), levels)
     offsets = local_translation.to(dtype=dtype, device=device).index_select(0, levels.order)
@@ -133,6 +141,13 @@ def forward_kinematics(
 
 def dof_pos_to_local_rot(robot: RobotDescription, dof_pos: torch.Tensor) -> torch.Tensor:
     """Hinge angles [..., D] -> local body rotations [..., B, 4] (identity for root and welded bodies)."""
+    rows = _joint_rows(robot, range(robot.num_bodies), dof_pos.device)
+    return _joint_local_rot(robot, dof_pos).index_select(-2, rows)
+
+
+def _joint_local_rot(robot: RobotDescription, dof_pos: torch.Tensor) -> torch.Tensor:
+    """Local rotations [..., 1 + S + H, 4] of [no joint (identity), spherical groups..., hinges...]
+    (the rows `_joint_rows` indexes)."""
     device = dof_pos.device
     axes = robot.dof_axes.to(dtype=dof_pos.dtype, device=device)
     dof_quat = rot.quat_from_axis_angle(axes.expand(*dof_pos.shape, 3), dof_pos)  # [..., D, 4]
@@ -144,7 +159,7 @@ def dof_pos_to_local_rot(robot: RobotDescription, dof_pos: torch.Tensor) -> torc
     hinge = robot.hinge_dof_ids.to(device)
     if hinge.numel():
         parts.append(dof_quat.index_select(-2, hinge))
-    return torch.cat(parts, dim=-2).index_select(-2, _joint_rows(robot, range(robot.num_bodies), device))
+    return torch.cat(parts, dim=-2)
 
 
 def _joint_rows(robot: RobotDescription, bodies, device) -> torch.Tensor:
@@ -201,8 +216,15 @@ def joint_vel_from_dof_vel(robot: RobotDescription, dof_pos: torch.Tensor, dof_v
     joint_vel = dof_vel.clone()
     sph = robot.spherical_dof_ids.to(dof_vel.device)
     if sph.numel():
-        rates = _euler_rate_matrix(dof_pos[..., sph])  # [..., S, 3, 3]
-        joint_vel[..., sph] = (rates @ dof_vel[..., sph].unsqueeze(-1)).squeeze(-1)
+        # E(b, c) = [[cos b cos c, sin c, 0], [-cos b sin c, cos c, 0], [sin b, 0, 1]] written out
+        # (a batched 3x3 matmul per joint costs far more than these few elementwise ops).
+        angles, rates = dof_pos[..., sph], dof_vel[..., sph]
+        b, c = angles[..., 1], angles[..., 2]
+        cos_b, sin_b, cos_c, sin_c = torch.cos(b), torch.sin(b), torch.cos(c), torch.sin(c)
+        a_rate, b_rate, c_rate = rates.unbind(-1)
+        joint_vel[..., sph] = torch.stack([cos_b * cos_c * a_rate + sin_c * b_rate,
+                                           -cos_b * sin_c * a_rate + cos_c * b_rate,
+                                           sin_b * a_rate + c_rate], dim=-1)
     return joint_vel
 
 
@@ -230,6 +252,12 @@ def dof_vel_from_joint_vel(robot: RobotDescription, dof_pos: torch.Tensor, joint
 
 def local_angular_velocity(robot: RobotDescription, dof_pos: torch.Tensor, dof_vel: torch.Tensor) -> torch.Tensor:
     """Each body's angular velocity relative to its parent, in its own frame: [..., B, 3] (0 for root/welded)."""
+    rows = _joint_rows(robot, range(robot.num_bodies), dof_vel.device)
+    return _joint_local_ang_vel(robot, dof_pos, dof_vel).index_select(-2, rows)
+
+
+def _joint_local_ang_vel(robot: RobotDescription, dof_pos: torch.Tensor, dof_vel: torch.Tensor) -> torch.Tensor:
+    """Relative angular velocities [..., 1 + S + H, 3] in the rows of `_joint_local_rot`."""
     joint_vel = joint_vel_from_dof_vel(robot, dof_pos, dof_vel)
     device, dtype = dof_vel.device, dof_vel.dtype
     parts = [torch.zeros(*dof_vel.shape[:-1], 1, 3, dtype=dtype, device=device)]
@@ -240,7 +268,7 @@ def local_angular_velocity(robot: RobotDescription, dof_pos: torch.Tensor, dof_v
     if hinge.numel():
         axes = robot.dof_axes.to(dtype=dtype, device=device)[hinge]
         parts.append(joint_vel[..., hinge].unsqueeze(-1) * axes)
-    return torch.cat(parts, dim=-2).index_select(-2, _joint_rows(robot, range(robot.num_bodies), device))
+    return torch.cat(parts, dim=-2)
 
 
 def body_state_from_qpos(
@@ -260,8 +288,7 @@ def body_state_from_qpos(
     """
     device = dof_pos.device
     levels = tree_levels(robot.parent_indices, device)
-    lead = torch.broadcast_shapes(root_pos.shape[:-1], root_rot.shape[:-1], root_lin_vel.shape[:-1],
-                                  root_ang_vel.shape[:-1], dof_pos.shape[:-1], dof_vel.shape[:-1])
+    lead = _broadcast_lead(root_pos, root_rot, root_lin_vel, root_ang_vel, dof_pos, dof_vel)
     n, num_dofs = math.prod(lead), robot.num_dofs
 
     def flat(x, k):
@@ -269,10 +296,12 @@ def body_state_from_qpos(
 
     dof_pos, dof_vel = flat(dof_pos, num_dofs), flat(dof_vel, num_dofs)
     # Everything below is body-major in level order ([B, n, k], see TreeLevels).
-    local_rot = _to_level_order(dof_pos_to_local_rot(robot, dof_pos), levels)
+    joint_rows = _joint_rows(robot, levels.order.tolist(), device)  # level order
+    local_rot = _joint_local_rot(robot, dof_pos).transpose(0, 1).index_select(0, joint_rows)
     offsets = robot.local_translation.to(dtype=dof_pos.dtype, device=device).index_select(0, levels.order)
     body_pos, body_rot = _fk_level_order(levels, offsets, local_rot, flat(root_pos, 3), flat(root_rot, 4))
-    rel_world = rot.quat_rotate(body_rot, _to_level_order(local_angular_velocity(robot, dof_pos, dof_vel), levels))
+    rel = _joint_local_ang_vel(robot, dof_pos, dof_vel).transpose(0, 1).index_select(0, joint_rows)
+    rel_world = rot.quat_rotate(body_rot, rel)
 
     # Hinges sit at body origins, so a child's origin moves with its parent's rigid motion only.
     # One depth level at a time: the parents of a level are all in the level before it.
@@ -298,21 +327,6 @@ def _euler_xyz_from_matrix(m: torch.Tensor) -> torch.Tensor:
     c = torch.atan2(-m[..., 0, 1], m[..., 0, 0])
     # atan2 returns (-pi, pi]; wrap to [-pi, pi) like the other branch so limits at -pi hold.
     return rot.normalize_angle(torch.stack([a, b, c], dim=-1))
-
-
-def _euler_rate_matrix(angles: torch.Tensor) -> torch.Tensor:
-    """E [..., 3, 3] with child-frame relative angular velocity = E @ (a', b', c') for Rx(a) Ry(b) Rz(c)."""
-    b, c = angles[..., 1], angles[..., 2]
-    cos_b, sin_b, cos_c, sin_c = torch.cos(b), torch.sin(b), torch.cos(c), torch.sin(c)
-    zero, one = torch.zeros_like(b), torch.ones_like(b)
-    return torch.stack(
-        [
-            torch.stack([cos_b * cos_c, sin_c, zero], -1),
-            torch.stack([-cos_b * sin_c, cos_c, zero], -1),
-            torch.stack([sin_b, zero, one], -1),
-        ],
-        dim=-2,
-    )
 
 
 def _limit_violation(angles: torch.Tensor, lower: torch.Tensor, upper: torch.Tensor) -> torch.Tensor:
