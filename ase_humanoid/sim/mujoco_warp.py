@@ -21,8 +21,8 @@ contact forces from the scene's MuJoCo contact sensors (`reduce="netforce"`), wh
 evaluates itself (`mujoco_warp` sensor.py), from the last substep's constraint solve, negated
 because MuJoCo reports the force a body exerts on the others.
 
-Precision: MuJoCo Warp computes in float32 (the CPU backend in float64, with a solver
-tolerance MuJoCo Warp raises to 1e-6); with the analytic box-box collider selected below, a
+Precision: MuJoCo Warp computes in float32 (the CPU backend in float64) and raises the solver
+tolerance to at least 1e-6; with the analytic box-box collider selected below, a
 second of falling, contact-rich motion from the same states and targets ends within about 1e-5 m
 and 1e-5 rad of the CPU backend (tests/test_sim_warp.py). Exact ties are broken differently: a
 hinge set exactly at its limit may activate the limit in one engine and not in the other.
@@ -35,6 +35,10 @@ Blow-ups: MuJoCo Warp has no auto-reset (the scene's `mjDSBL_AUTORESET` flag is 
 copy given to warp, which rejects it), so a world whose state turns non-finite stays non-finite;
 `set_robot_state` restores such a world (qpos/qvel of the whole world, props included, back to the
 model's default before the new robot state is written), all on the device.
+
+Checkpoints: `state_dict` holds qpos, qvel, ctrl, act, time and sensor data of every world
+(host arrays); a backend restored from it continues bitwise. A CPU-backend checkpoint does not
+load here (different state layout and precision) and vice versa.
 
 Capacity: contacts live in one shared pool of `num_envs * nconmax` slots and constraint rows in
 `njmax` rows per world; the defaults (48 contacts, 128 rows) hold the humanoid with one or two
