@@ -361,3 +361,19 @@ def test_isaacgym_adapter_without_isaacgym_says_so(monkeypatch):
     monkeypatch.delitem(sys.modules, "ase_humanoid.sim.isaacgym", raising=False)
     with pytest.raises(ImportError, match=r"Isaac Gym.*sim=mujoco"):
         import ase_humanoid.sim.isaacgym  # noqa: F401
+
+
+def test_train_ase_two_epochs_on_mujoco_warp(tmp_path):
+    """`sim=mujoco_warp` trains HumanoidASE end to end (warp's CPU device here, a GPU elsewhere)."""
+    pytest.importorskip("mujoco_warp", reason="the 'gpu'/'test' extra (mujoco-warp) is not installed")
+    import json
+
+    from ase_humanoid.app import run
+
+    run(["task=HumanoidASE", "sim=mujoco_warp", "device=cpu", "num_envs=4", "max_epochs=2", f"run_dir={tmp_path}",
+         "train.params.actor_units=[64,64]", "train.params.critic_units=[64,64]", "train.params.disc_units=[64,64]",
+         "train.params.mini_epochs=1", "train.params.amp_obs_demo_buffer_size=1024",
+         "train.params.amp_replay_buffer_size=1024", "task.env.fall_pool_size=4", "task.env.fall_steps=10"])
+    epochs = [json.loads(line)["epoch"] for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert epochs == [1, 2]
+    assert (tmp_path / "latest.pt").is_file()

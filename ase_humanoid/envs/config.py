@@ -21,7 +21,7 @@ from typing import Any, Mapping, TypeVar
 from ase_humanoid.errors import ConfigError
 
 STATE_INIT_CHOICES = ("Default", "Start", "Random", "Hybrid")
-SIM_CHOICES = ("mujoco", "mujoco_warp")
+SIM_CHOICES = ("mujoco", "mujoco_warp", "isaacgym")
 
 C = TypeVar("C", bound="HumanoidEnvConfig")
 

@@ -170,7 +170,7 @@ class SimBackend(abc.ABC):
         """Release native resources (thread pools); the backend is unusable afterwards."""
 
 
-BACKEND_NAMES = ("mujoco", "mujoco_warp")
+BACKEND_NAMES = ("mujoco", "mujoco_warp", "isaacgym")
 
 
 def make_backend(
@@ -181,7 +181,8 @@ def make_backend(
     device="cpu",
     num_threads: int | None = None,
 ) -> SimBackend:
-    """Build a backend by name: `mujoco` (native MuJoCo on CPU threads) or `mujoco_warp` (GPU).
+    """Build a backend by name: `mujoco` (native MuJoCo on CPU threads), `mujoco_warp` (GPU) or
+    `isaacgym` (only where Isaac Gym Preview is installed).
 
     `num_threads` (CPU backend only) defaults to `os.cpu_count()`.
     """
@@ -200,6 +201,12 @@ def make_backend(
                 "(mujoco-warp, warp-lang) or use sim=mujoco"
             ) from exc
         return MujocoWarpBackend(robot, num_envs, props=props, device=device)
+    if name == "isaacgym":
+        try:
+            from ase_humanoid.sim.isaacgym import IsaacGymBackend
+        except ImportError as exc:
+            raise ConfigError(f"sim backend 'isaacgym' is not available: {exc}") from exc
+        return IsaacGymBackend(robot, num_envs, props=props, device=device)
     raise ConfigError(f"unknown sim backend {name!r}; valid choices: {list(BACKEND_NAMES)}")
 
 
