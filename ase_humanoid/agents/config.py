@@ -11,11 +11,11 @@ naming any unknown key (with the valid ones) or any value of the wrong type.
 from __future__ import annotations
 
 import dataclasses
-import typing
 from dataclasses import dataclass, field
 from typing import Any, Mapping, TypeVar
 
 from ase_humanoid.errors import ConfigError
+from ase_humanoid.utils.typed_config import config_from_mapping
 
 C = TypeVar("C", bound="PPOConfig")
 
@@ -161,48 +161,4 @@ def _check(ok: bool, key: str, message: str) -> None:
 
 def from_dict(cls: type[C], values: Mapping[str, Any] | None) -> C:
     """Build `cls` from a mapping; unknown keys and wrongly typed values raise ConfigError."""
-    values = dict(values or {})
-    hints = typing.get_type_hints(cls)
-    fields = {f.name for f in dataclasses.fields(cls)}
-    unknown = sorted(set(values) - fields)
-    if unknown:
-        raise ConfigError(f"unknown agent config key(s) {unknown} for {cls.__name__}; "
-                          f"valid keys: {sorted(fields)}")
-    converted = {key: _coerce(key, value, hints[key]) for key, value in values.items()}
-    config = cls(**converted)
-    config.validate()
-    return config
-
-
-def _coerce(key: str, value: Any, hint: Any) -> Any:
-    """Accept ints for floats and sequences for lists; reject everything else of the wrong type."""
-    origin = typing.get_origin(hint)
-    if origin is list:
-        if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
-            raise ConfigError(f"agent config key '{key}': expected a list, got {value!r}")
-        items = list(value)
-        if not all(isinstance(v, int) and not isinstance(v, bool) for v in items):
-            raise ConfigError(f"agent config key '{key}': expected a list of ints, got {items}")
-        return items
-    if origin in (typing.Union, getattr(__import__("types"), "UnionType", None)):
-        options = [a for a in typing.get_args(hint) if a is not type(None)]
-        if value is None:
-            return None
-        return _coerce(key, value, options[0])
-    if hint is bool:
-        if not isinstance(value, bool):
-            raise ConfigError(f"agent config key '{key}': expected true/false, got {value!r}")
-        return value
-    if hint is int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise ConfigError(f"agent config key '{key}': expected an integer, got {value!r}")
-        return value
-    if hint is float:
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise ConfigError(f"agent config key '{key}': expected a number, got {value!r}")
-        return float(value)
-    if hint is str:
-        if not isinstance(value, str):
-            raise ConfigError(f"agent config key '{key}': expected a string, got {value!r}")
-        return value
-    return value
+    return config_from_mapping(cls, values, "agent")

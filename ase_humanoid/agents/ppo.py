@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import math
 import os
-import tempfile
-from pathlib import Path
 from typing import Any
 
 import torch
@@ -26,6 +24,7 @@ from ase_humanoid.agents.config import PPOConfig
 from ase_humanoid.agents.networks import GaussianActor, ValueNet
 from ase_humanoid.agents.normalizer import RunningMeanStd
 from ase_humanoid.errors import CheckpointError, ConfigError
+from ase_humanoid.utils.checkpoint import load_checkpoint, save_checkpoint
 
 
 def compute_gae(rewards: torch.Tensor, values: torch.Tensor, next_values: torch.Tensor,
@@ -441,25 +440,12 @@ class PPOAgent:
 
     def save(self, path: str | os.PathLike) -> None:
         """Write `state_dict()` atomically (temp file in the same folder, then rename)."""
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-        os.close(fd)
-        try:
-            torch.save(self.state_dict(), tmp)
-            os.replace(tmp, path)
-        finally:
-            if os.path.exists(tmp):
-                os.remove(tmp)
+        save_checkpoint(self.state_dict(), path)
 
     def load(self, path: str | os.PathLike) -> None:
-        path = Path(path)
-        if not path.is_file():
-            raise CheckpointError(f"checkpoint file {path} does not exist")
-        try:
-            state = torch.load(path, map_location=self.device, weights_only=False)
-        except Exception as err:  # truncated / not a torch file
-            raise CheckpointError(f"checkpoint file {path} cannot be read: {err}") from err
+        state = load_checkpoint(path, map_location=self.device)
+        if "agent" in state and "model" not in state:  # a run checkpoint (runner) holds the agent
+            state = state["agent"]
         if not isinstance(state, dict) or "model" not in state:
             raise CheckpointError(f"checkpoint file {path} is not an agent checkpoint")
         try:

@@ -13,12 +13,11 @@ Timing follows ASE: physics at 120 Hz, control at 30 Hz (`control_substeps` = 4)
 from __future__ import annotations
 
 import dataclasses
-import types
-import typing
 from dataclasses import dataclass
 from typing import Any, Mapping, TypeVar
 
 from ase_humanoid.errors import ConfigError
+from ase_humanoid.utils.typed_config import config_from_mapping
 
 STATE_INIT_CHOICES = ("Default", "Start", "Random", "Hybrid")
 SIM_CHOICES = ("mujoco", "mujoco_warp", "isaacgym")
@@ -139,52 +138,5 @@ def _check(ok: bool, key: str, message: str) -> None:
 
 
 def env_config_from_dict(cls: type[C], values: Mapping[str, Any] | None) -> C:
-    """Build config class `cls` from a mapping; unknown keys / wrong types raise ConfigError."""
-    values = dict(values or {})
-    hints = typing.get_type_hints(cls)
-    fields = {f.name for f in dataclasses.fields(cls)}
-    unknown = sorted(set(values) - fields)
-    if unknown:
-        raise ConfigError(f"unknown env config key(s) {unknown} for {cls.__name__}; "
-                          f"valid keys: {sorted(fields)}")
-    converted = {key: _coerce(key, value, hints[key]) for key, value in values.items()}
-    config = cls(**converted)
-    config.validate()
-    return config
-
-
-def _coerce(key: str, value: Any, hint: Any) -> Any:
-    """Accept ints for floats and sequences for lists; reject anything else of the wrong type."""
-    origin = typing.get_origin(hint)
-    if origin in (typing.Union, types.UnionType):
-        if value is None:
-            return None
-        options = [a for a in typing.get_args(hint) if a is not type(None)]
-        return _coerce(key, value, options[0])
-    if origin is list:
-        if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
-            raise ConfigError(f"env config key '{key}': expected a list, got {value!r}")
-        items = list(value)
-        if not all(isinstance(v, str) for v in items):
-            raise ConfigError(f"env config key '{key}': expected a list of names, got {items}")
-        return items
-    if hint is bool:
-        if not isinstance(value, bool):
-            raise ConfigError(f"env config key '{key}': expected true/false, got {value!r}")
-        return value
-    if hint is int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise ConfigError(f"env config key '{key}': expected an integer, got {value!r}")
-        return value
-    if hint is float:
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise ConfigError(f"env config key '{key}': expected a number, got {value!r}")
-        return float(value)
-    if hint is str:
-        if not isinstance(value, str):
-            # paths (pathlib) and torch devices are fine where a string is expected
-            if hasattr(value, "__fspath__") or type(value).__name__ == "device":
-                return str(value)
-            raise ConfigError(f"env config key '{key}': expected a string, got {value!r}")
-        return value
-    return value
+    """Build `cls` from a mapping; unknown keys and wrongly typed values raise ConfigError."""
+    return config_from_mapping(cls, values, "env")
