@@ -19,7 +19,6 @@ checkpoint=<hrl run>` needs no `llc_checkpoint`.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any

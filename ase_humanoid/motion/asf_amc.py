@@ -263,6 +263,7 @@ def read_amc_values(path, asf: AsfSkeleton) -> tuple[dict[str, np.ndarray], str]
     angle_unit = asf.angle_unit
     frames: list[dict[str, list[str]]] = []
     frame_lines: list[int] = []
+    first_frame = 0  # number of the first frame in the file (usually 1)
     for number, line in lines:
         if line.startswith(":"):
             keyword = line[1:].strip().lower()
