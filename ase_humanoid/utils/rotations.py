@@ -141,11 +141,9 @@ def matrix_to_quat(m: torch.Tensor) -> torch.Tensor:
 
 def quat_to_tan_norm(q: torch.Tensor) -> torch.Tensor:
     """6D rotation encoding `[..., 6]`: the rotated x axis (tangent) and z axis (normal)."""
-    ref_tan = torch.zeros(*q.shape[:-1], 3, dtype=q.dtype, device=q.device)
-    ref_tan[..., 0] = 1.0
-    ref_norm = torch.zeros_like(ref_tan)
-    ref_norm[..., 2] = 1.0
-    return torch.cat([quat_rotate(q, ref_tan), quat_rotate(q, ref_norm)], dim=-1)
+    # Both axes in one rotation call: [..., 1, 4] against [2, 3] references.
+    axes = torch.tensor([[1.0, 0.0, 0.0], [0.0, 0.0, 1.0]], dtype=q.dtype, device=q.device)
+    return quat_rotate(q.unsqueeze(-2), axes).flatten(-2)
 
 
 def calc_heading(q: torch.Tensor) -> torch.Tensor:
