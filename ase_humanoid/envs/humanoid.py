@@ -278,13 +278,14 @@ class Humanoid:
         nonfinite = term_fn.nonfinite_envs(state.root_pos, state.root_rot, state.root_lin_vel,
                                            state.root_ang_vel, state.dof_pos, state.dof_vel,
                                            state.contact_forces)
-        obs = self.compute_observations()
+        # The humanoid part of the observation is a pure function of this state snapshot: it is
+        # computed below, after any resets, in one call together with the reset envs' new one.
+        task_obs = self.compute_task_obs() if self.task_obs_size else None
         reward = self.compute_task_reward()
         terminated = self.compute_terminated()
         amp_now = self.amp_obs_from_sim()
         num_nonfinite = int(nonfinite.sum())
         if num_nonfinite:
-            obs = torch.nan_to_num(obs, nan=0.0, posinf=0.0, neginf=0.0)
             reward = torch.where(nonfinite, torch.zeros_like(reward), reward)
             amp_now = torch.nan_to_num(amp_now, nan=0.0, posinf=0.0, neginf=0.0)
             terminated = terminated | nonfinite
@@ -293,6 +294,7 @@ class Humanoid:
         self.terminated_buf = terminated
         self.nonfinite_buf = nonfinite
 
+        # A new tensor every step (info["amp_obs"] keeps it; resets replace rows out of place).
         self.amp_history = torch.cat([amp_now.unsqueeze(1), self.amp_history[:, :-1]], dim=1)
         self.episode_return += reward
         info = {
@@ -301,19 +303,26 @@ class Humanoid:
             "nonfinite": nonfinite,
             "nonfinite_resets": self.nonfinite_resets,
             "nonfinite_resets_step": num_nonfinite,
-            "final_obs": obs,
         }
         done_ids = (terminated | truncated).nonzero(as_tuple=False).flatten()
         if done_ids.numel():
             info["episode"] = {"return": self.episode_return[done_ids].clone(),
                                "length": self.episode_steps[done_ids].clone()}
-            self.amp_history = self.amp_history.clone()  # info["amp_obs"] keeps the pre-reset history
             self.reset_envs(done_ids)
-            obs = obs.clone()
-            obs[done_ids] = self.compute_observations(done_ids)
+            # One observation call for the state before the resets (all envs) and the reset envs'
+            # first state of their new episode.
+            humanoid_obs = self._humanoid_obs(state, self.sim.state, done_ids)
+            final_obs = self._with_task_obs(humanoid_obs[:self.num_envs], task_obs)
+            new_obs = self._with_task_obs(humanoid_obs[self.num_envs:],
+                                          self.compute_task_obs(done_ids) if self.task_obs_size else None)
         else:
             empty = torch.zeros(0, device=self.device)
             info["episode"] = {"return": empty, "length": empty.long()}
+            final_obs = self._with_task_obs(self._humanoid_obs(state), task_obs)
+        if num_nonfinite:
+            final_obs = torch.nan_to_num(final_obs, nan=0.0, posinf=0.0, neginf=0.0)
+        info["final_obs"] = final_obs
+        obs = final_obs.index_copy(0, done_ids, new_obs) if done_ids.numel() else final_obs
         if self.step_callback is not None:
             self.step_callback()
         return obs, reward, terminated, truncated, info
@@ -354,6 +363,18 @@ class Humanoid:
         if self.task_obs_size:
             obs = torch.cat([obs, self.compute_task_obs(env_ids)], dim=-1)
         return obs
+
+    def _humanoid_obs(self, state, reset_state=None, reset_ids: torch.Tensor | None = None) -> torch.Tensor:
+        """Humanoid part of the policy observation of every env in `state`, followed by (when
+        given) the rows `reset_ids` of `reset_state`: `[N (+ n), 15 B - 2]` in one call."""
+        fields = ("body_pos", "body_rot", "body_lin_vel", "body_ang_vel")
+        body = [getattr(state, f) for f in fields]
+        if reset_state is not None:
+            body = [torch.cat([x, getattr(reset_state, f).index_select(0, reset_ids)]) for x, f in zip(body, fields)]
+        return obs_fn.policy_observation(*body, local_root_obs=self.cfg.local_root_obs)
+
+    def _with_task_obs(self, humanoid_obs: torch.Tensor, task_obs: torch.Tensor | None) -> torch.Tensor:
+        return humanoid_obs if task_obs is None else torch.cat([humanoid_obs, task_obs], dim=-1)
 
     def amp_obs_from_sim(self, env_ids: torch.Tensor | None = None) -> torch.Tensor:
         """Current AMP observation step `[n, per_step]` from the simulator state."""
@@ -508,7 +529,8 @@ class Humanoid:
         self.episode_steps[env_ids] = 0
         self.episode_return[env_ids] = 0.0
         self.reset_task(env_ids)
-        self.amp_history[plan.env_ids] = plan.amp_history
+        if len(plan.env_ids):  # out of place: the step's info["amp_obs"] may hold the old tensor
+            self.amp_history = self.amp_history.index_copy(0, plan.env_ids, plan.amp_history.to(self.amp_history.dtype))
 
     # ---- helpers ------------------------------------------------------------------------------
 
