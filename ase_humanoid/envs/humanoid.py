@@ -86,8 +86,11 @@ class ResetPlan:
 
     @staticmethod
     def cat(plans: list["ResetPlan"]) -> "ResetPlan":
-        return ResetPlan(torch.cat([p.env_ids for p in plans]), RobotStates.cat([p.states for p in plans]),
-                         torch.cat([p.amp_history for p in plans]))
+        non_empty = [p for p in plans if len(p.env_ids)]
+        if len(non_empty) <= 1:  # nothing to concatenate (most steps reset envs of one kind)
+            return non_empty[0] if non_empty else plans[0]
+        return ResetPlan(torch.cat([p.env_ids for p in non_empty]), RobotStates.cat([p.states for p in non_empty]),
+                         torch.cat([p.amp_history for p in non_empty]))
 
 
 def make_config(config_class, cfg, overrides: Mapping[str, Any]):
@@ -466,8 +469,11 @@ class Humanoid:
             return self.reference_plan(env_ids, random_time=mode == "Random")
         # Hybrid
         use_ref = self._bernoulli(len(env_ids), self.cfg.hybrid_init_prob)
-        return ResetPlan.cat([self.default_plan(env_ids[~use_ref]),
-                              self.reference_plan(env_ids[use_ref], random_time=True)])
+        default_ids, ref_ids = env_ids[~use_ref], env_ids[use_ref]
+        plans = [self.default_plan(default_ids)]
+        if len(ref_ids):  # a reference plan costs a motion query even for no envs
+            plans.append(self.reference_plan(ref_ids, random_time=True))
+        return ResetPlan.cat(plans)
 
     def default_states(self, n: int) -> RobotStates:
         """Standing pose: root at DEFAULT_ROOT_HEIGHT, identity rotation, zero DoFs, at rest."""

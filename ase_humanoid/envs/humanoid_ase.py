@@ -102,7 +102,8 @@ class HumanoidASE(Humanoid):
         fall_ids, rest = others[from_pool], others[~from_pool]
         self.recovery_counter[fall_ids] = cfg.recovery_steps
         self.recovery_counter[rest] = 0
-        return ResetPlan.cat([self.fall_plan(fall_ids), super().plan_reset(rest)])
+        plans = [self.fall_plan(fall_ids)] if len(fall_ids) else []
+        return ResetPlan.cat(plans + [super().plan_reset(rest)])
 
     def _fall_states(self, pool_ids: torch.Tensor) -> RobotStates:
         """Fall-pool entries `pool_ids`, at rest."""
