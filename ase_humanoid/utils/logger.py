@@ -34,10 +34,10 @@ class TrainingLogger:
         ("perf/samples_per_s", "sps", "{:.0f}"),
     )
 
-    def __init__(self, run_dir: str | Path, max_epochs: int, enabled: bool = True, stream=sys.stdout):
+    def __init__(self, run_dir: str | Path, max_epochs: int, enabled: bool = True, stream=None):
         self.enabled = enabled
         self.max_epochs = max_epochs
-        self.stream = stream
+        self.stream = stream  # None: whatever sys.stdout is when a line is printed
         self.start_time = time.time()
         self.writer = SummaryWriter(str(Path(run_dir) / "tensorboard")) if enabled else None
         self.metrics_path = Path(run_dir) / "metrics.jsonl"
@@ -55,7 +55,7 @@ class TrainingLogger:
             if key in stats:
                 parts.append(f"{short} " + fmt.format(stats[key]))
         parts.append(f"{time.time() - self.start_time:.0f}s")
-        print("  ".join(parts), file=self.stream, flush=True)
+        print("  ".join(parts), file=self.stream or sys.stdout, flush=True)
 
     def close(self) -> None:
         if self.writer is not None:
