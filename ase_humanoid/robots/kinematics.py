@@ -35,7 +35,8 @@ class TreeLevels:
 
     order        [B] body ids in level order (level 0 = the root alone)
     level_rows   per level (start, stop) rows in level order
-    parent_rows  per level l >= 1: [L_l] row of each body's parent within level l - 1
+    parent_rows  per level l >= 1: [L_l] row of each body's parent within level l - 1, or None
+                 when level l - 1 is a single body (the parent then broadcasts, no gather)
     body_slots   [B] row of each body in level order (inverse of `order`)
     """
 
@@ -65,7 +66,8 @@ def _tree_levels_cached(parents: tuple, device: str) -> TreeLevels:
     return TreeLevels(
         order=long(order),
         level_rows=tuple(zip(starts[:-1], starts[1:])),
-        parent_rows=tuple(long([row_in_level[parents[b]] for b in level]) for level in levels[1:]),
+        parent_rows=tuple(None if len(above) == 1 else long([row_in_level[parents[b]] for b in level])
+                          for above, level in zip(levels[:-1], levels[1:])),
         body_slots=long(order).argsort(),
     )
 
@@ -90,24 +92,32 @@ def _to_level_order(x: torch.Tensor, levels: TreeLevels) -> torch.Tensor:
 
 
 def _from_level_order(x: torch.Tensor, levels: TreeLevels, lead: tuple) -> torch.Tensor:
-    """[B, n, k] in level order -> [*lead, B, k] in body order (contiguous)."""
-    return x.transpose(0, 1).index_select(1, levels.body_slots).reshape(*lead, x.shape[0], x.shape[-1])
+    """[B, n, k] in level order -> [*lead, B, k] in body order. A transposed view of a body-major
+    tensor (one cheap row gather; a contiguous env-major copy would cost several times more)."""
+    return x.index_select(0, levels.body_slots).transpose(0, 1).reshape(*lead, x.shape[0], x.shape[-1])
+
+
+def _parents(x: torch.Tensor, parent_rows) -> torch.Tensor:
+    """Rows of the level above (`x [L_above, n, k]`) for each body of a level (see TreeLevels)."""
+    return x if parent_rows is None else x.index_select(0, parent_rows)
 
 
 def _fk_level_order(levels: TreeLevels, offsets: torch.Tensor, local_rot: torch.Tensor,
-                    root_pos: torch.Tensor, root_rot: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+                    root_pos: torch.Tensor, root_rot: torch.Tensor):
     """Forward kinematics in level order: offsets [B, 3], local_rot [B, n, 4] (both level order),
-    root_pos [n, 3], root_rot [n, 4] -> body_pos [B, n, 3], body_rot [B, n, 4] (level order)."""
+    root_pos [n, 3], root_rot [n, 4] -> body_pos [B, n, 3], body_rot [B, n, 4] (level order) and,
+    per level l >= 1, the positions of its bodies' parents ([L_l, n, 3], or [1, n, 3] to broadcast)."""
     level_rot = rot.quat_mul(root_rot, local_rot[0]).unsqueeze(0)  # [1, n, 4]
     level_pos = root_pos.unsqueeze(0)  # [1, n, 3]
-    all_pos, all_rot = [level_pos], [level_rot]
+    all_pos, all_rot, parent_pos = [level_pos], [level_rot], []
     for (start, stop), parent_rows in zip(levels.level_rows[1:], levels.parent_rows):
-        parent_rot = level_rot.index_select(0, parent_rows)  # [L, n, 4]
-        level_pos = level_pos.index_select(0, parent_rows) + rot.quat_rotate(parent_rot, offsets[start:stop].unsqueeze(1))
+        parent_rot = _parents(level_rot, parent_rows)
+        parent_pos.append(_parents(level_pos, parent_rows))
+        level_pos = parent_pos[-1] + rot.quat_rotate(parent_rot, offsets[start:stop].unsqueeze(1))
         level_rot = rot.quat_mul(parent_rot, local_rot[start:stop])
         all_pos.append(level_pos)
         all_rot.append(level_rot)
-    return torch.cat(all_pos, dim=0), torch.cat(all_rot, dim=0)
+    return torch.cat(all_pos, dim=0), torch.cat(all_rot, dim=0), parent_pos
 
 
 def forward_kinematics(
@@ -134,8 +144,8 @@ def forward_kinematics(
     n = math.prod(lead)
     local_rot = _to_level_order(local_rot.expand(*lead, num_bodies, 4).reshape(n, num_bodies, 4), levels)
     offsets = local_translation.to(dtype=dtype, device=device).index_select(0, levels.order)
-    body_pos, body_rot = _fk_level_order(levels, offsets, local_rot, root_pos.expand(*lead, 3).reshape(n, 3),
-                                         root_rot.expand(*lead, 4).reshape(n, 4))
+    body_pos, body_rot, _ = _fk_level_order(levels, offsets, local_rot, root_pos.expand(*lead, 3).reshape(n, 3),
+                                            root_rot.expand(*lead, 4).reshape(n, 4))
     return _from_level_order(body_pos, levels, lead), _from_level_order(body_rot, levels, lead)
 
 
@@ -154,8 +164,8 @@ def _joint_local_rot(robot: RobotDescription, dof_pos: torch.Tensor) -> torch.Te
     parts = [rot.quat_identity((*dof_pos.shape[:-1], 1), dtype=dof_pos.dtype, device=device)]
     sph = robot.spherical_dof_ids.to(device)
     if sph.numel():
-        xyz = [dof_quat.index_select(-2, sph[:, k]) for k in range(3)]
-        parts.append(rot.quat_mul(rot.quat_mul(xyz[0], xyz[1]), xyz[2]))
+        x, y, z = dof_quat.index_select(-2, sph.T.flatten()).chunk(3, dim=-2)  # one gather for all
+        parts.append(rot.quat_mul(rot.quat_mul(x, y), z))
     hinge = robot.hinge_dof_ids.to(device)
     if hinge.numel():
         parts.append(dof_quat.index_select(-2, hinge))
@@ -299,7 +309,7 @@ def body_state_from_qpos(
     joint_rows = _joint_rows(robot, levels.order.tolist(), device)  # level order
     local_rot = _joint_local_rot(robot, dof_pos).transpose(0, 1).index_select(0, joint_rows)
     offsets = robot.local_translation.to(dtype=dof_pos.dtype, device=device).index_select(0, levels.order)
-    body_pos, body_rot = _fk_level_order(levels, offsets, local_rot, flat(root_pos, 3), flat(root_rot, 4))
+    body_pos, body_rot, parent_pos = _fk_level_order(levels, offsets, local_rot, flat(root_pos, 3), flat(root_rot, 4))
     rel = _joint_local_ang_vel(robot, dof_pos, dof_vel).transpose(0, 1).index_select(0, joint_rows)
     rel_world = rot.quat_rotate(body_rot, rel)
 
@@ -307,11 +317,10 @@ def body_state_from_qpos(
     # One depth level at a time: the parents of a level are all in the level before it.
     level_ang, level_lin = flat(root_ang_vel, 3).unsqueeze(0), flat(root_lin_vel, 3).unsqueeze(0)
     all_ang, all_lin = [level_ang], [level_lin]
-    for (start, stop), (parent_start, parent_stop), parent_rows in zip(
-            levels.level_rows[1:], levels.level_rows[:-1], levels.parent_rows):
-        parent_ang = level_ang.index_select(0, parent_rows)
-        lever = body_pos[start:stop] - body_pos[parent_start:parent_stop].index_select(0, parent_rows)
-        level_lin = level_lin.index_select(0, parent_rows) + torch.linalg.cross(parent_ang, lever, dim=-1)
+    for (start, stop), parent_rows, parent_start in zip(levels.level_rows[1:], levels.parent_rows, parent_pos):
+        lever = body_pos[start:stop] - parent_start
+        parent_ang = _parents(level_ang, parent_rows).expand_as(lever)  # linalg.cross does not broadcast
+        level_lin = _parents(level_lin, parent_rows) + torch.linalg.cross(parent_ang, lever, dim=-1)
         level_ang = parent_ang + rel_world[start:stop]
         all_ang.append(level_ang)
         all_lin.append(level_lin)
