@@ -226,16 +226,23 @@ def joint_vel_from_dof_vel(robot: RobotDescription, dof_pos: torch.Tensor, dof_v
     joint_vel = dof_vel.clone()
     sph = robot.spherical_dof_ids.to(dof_vel.device)
     if sph.numel():
-        # E(b, c) = [[cos b cos c, sin c, 0], [-cos b sin c, cos c, 0], [sin b, 0, 1]] written out
-        # (a batched 3x3 matmul per joint costs far more than these few elementwise ops).
-        angles, rates = dof_pos[..., sph], dof_vel[..., sph]
-        b, c = angles[..., 1], angles[..., 2]
-        cos_b, sin_b, cos_c, sin_c = torch.cos(b), torch.sin(b), torch.cos(c), torch.sin(c)
-        a_rate, b_rate, c_rate = rates.unbind(-1)
-        joint_vel[..., sph] = torch.stack([cos_b * cos_c * a_rate + sin_c * b_rate,
-                                           -cos_b * sin_c * a_rate + cos_c * b_rate,
-                                           sin_b * a_rate + c_rate], dim=-1)
+        joint_vel[..., sph] = _spherical_joint_vel(sph, dof_pos, dof_vel)
     return joint_vel
+
+
+def _spherical_joint_vel(sph: torch.Tensor, dof_pos: torch.Tensor, dof_vel: torch.Tensor) -> torch.Tensor:
+    """Joint velocities [..., S, 3] of the spherical groups `sph [S, 3]` (see joint_vel_from_dof_vel)."""
+    # E(b, c) = [[cos b cos c, sin c, 0], [-cos b sin c, cos c, 0], [sin b, 0, 1]] written out
+    # (a batched 3x3 matmul per joint costs far more than these few elementwise ops).
+    columns = sph.flatten()
+    angles = dof_pos.index_select(-1, columns).unflatten(-1, sph.shape)
+    rates = dof_vel.index_select(-1, columns).unflatten(-1, sph.shape)
+    b, c = angles[..., 1], angles[..., 2]
+    cos_b, sin_b, cos_c, sin_c = torch.cos(b), torch.sin(b), torch.cos(c), torch.sin(c)
+    a_rate, b_rate, c_rate = rates.unbind(-1)
+    return torch.stack([cos_b * cos_c * a_rate + sin_c * b_rate,
+                        -cos_b * sin_c * a_rate + cos_c * b_rate,
+                        sin_b * a_rate + c_rate], dim=-1)
 
 
 def dof_vel_from_joint_vel(robot: RobotDescription, dof_pos: torch.Tensor, joint_vel: torch.Tensor) -> torch.Tensor:
@@ -268,16 +275,15 @@ def local_angular_velocity(robot: RobotDescription, dof_pos: torch.Tensor, dof_v
 
 def _joint_local_ang_vel(robot: RobotDescription, dof_pos: torch.Tensor, dof_vel: torch.Tensor) -> torch.Tensor:
     """Relative angular velocities [..., 1 + S + H, 3] in the rows of `_joint_local_rot`."""
-    joint_vel = joint_vel_from_dof_vel(robot, dof_pos, dof_vel)
     device, dtype = dof_vel.device, dof_vel.dtype
     parts = [torch.zeros(*dof_vel.shape[:-1], 1, 3, dtype=dtype, device=device)]
     sph = robot.spherical_dof_ids.to(device)
     if sph.numel():
-        parts.append(joint_vel[..., sph])
+        parts.append(_spherical_joint_vel(sph, dof_pos, dof_vel))
     hinge = robot.hinge_dof_ids.to(device)
-    if hinge.numel():
-        axes = robot.dof_axes.to(dtype=dtype, device=device)[hinge]
-        parts.append(joint_vel[..., hinge].unsqueeze(-1) * axes)
+    if hinge.numel():  # a hinge's joint velocity is its rate
+        axes = robot.dof_axes.to(dtype=dtype, device=device).index_select(0, hinge)
+        parts.append(dof_vel.index_select(-1, hinge).unsqueeze(-1) * axes)
     return torch.cat(parts, dim=-2)
 
 
