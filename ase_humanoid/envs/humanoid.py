@@ -152,6 +152,7 @@ class Humanoid:
     def _init_buffers(self):
         robot, n, dev = self.robot, self.num_envs, self.device
         self.key_body_ids = torch.tensor(robot.key_body_ids, dtype=torch.long, device=dev)
+        self._joint_body_ids = torch.tensor(robot.dof_body_ids, dtype=torch.long, device=dev)  # [J]
         non_contact = torch.ones(robot.num_bodies, dtype=torch.bool, device=dev)
         non_contact[robot.contact_body_ids] = False
         self.non_contact_mask = non_contact  # [B]
@@ -383,7 +384,7 @@ class Humanoid:
         """Current AMP observation step `[n, per_step]` from the simulator state."""
         s = self.sim.state
         fields = (s.root_pos, s.root_rot, s.root_lin_vel, s.root_ang_vel, s.dof_pos, s.dof_vel)
-        key_pos = s.body_pos[:, self.key_body_ids]
+        key_pos = s.body_pos.index_select(1, self.key_body_ids)
         if env_ids is not None:
             fields = tuple(x[env_ids] for x in fields)
             key_pos = key_pos[env_ids]
@@ -420,8 +421,8 @@ class Humanoid:
         body_pos, _ = forward_kinematics(self.robot.parent_indices, self.robot.local_translation,
                                          local_rot, root_pos, root_rot)
         return obs_fn.amp_observation(root_pos, root_rot, root_lin_vel, root_ang_vel,
-                                      local_rot[:, self.robot.dof_body_ids], joint_vel,
-                                      body_pos[:, self.key_body_ids], self.cfg.local_root_obs)
+                                      local_rot.index_select(1, self._joint_body_ids), joint_vel,
+                                      body_pos.index_select(1, self.key_body_ids), self.cfg.local_root_obs)
 
     def policy_obs_from_motion(self, motion_ids: torch.Tensor, times: torch.Tensor) -> torch.Tensor:
         """Humanoid part of the policy observation `[n, 15 B - 2]` for reference states."""

@@ -84,7 +84,8 @@ def policy_observation(
 
 def joint_rotations(robot: RobotDescription, dof_pos: torch.Tensor) -> torch.Tensor:
     """Local rotation of each joint group `[..., J, 4]` from hinge angles `[..., D]`."""
-    return dof_pos_to_local_rot(robot, dof_pos)[..., robot.dof_body_ids, :]
+    joint_body_ids = torch.as_tensor(robot.dof_body_ids, dtype=torch.long, device=dof_pos.device)
+    return dof_pos_to_local_rot(robot, dof_pos).index_select(-2, joint_body_ids)
 
 
 def amp_observation(
