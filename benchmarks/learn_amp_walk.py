@@ -89,6 +89,9 @@ def main(argv=None) -> int:
     if args.envs:
         overrides.append(f"num_envs={args.envs}")
     cfg = compose_config(overrides)
+    import torch
+
+    torch.set_num_threads(int(cfg.torch_threads))  # as train.py does
     env = build_env(cfg)
     agent = build_agent(cfg, env)
     start = time.perf_counter()

@@ -38,13 +38,13 @@ def main(argv=None) -> int:
     from ase_humanoid.config import compose_config
     from ase_humanoid.runner import Runner
 
-    if args.torch_threads:
-        torch.set_num_threads(args.torch_threads)
     overrides = [f"task={args.task}", f"num_envs={args.envs}", f"sim={args.sim}", f"device={args.device}",
                  *args.overrides]
     if args.threads:
         overrides.append(f"num_threads={args.threads}")
     cfg = compose_config(overrides)
+    # As train.py does, unless --torch-threads says otherwise.
+    torch.set_num_threads(args.torch_threads or int(cfg.torch_threads))
     env = build_env(cfg)
     agent = build_agent(cfg, env)
 
