@@ -400,7 +400,8 @@ class Humanoid:
         Key-body positions come from forward kinematics of the reference root and DoF
         positions, exactly as the simulator computes them for the same state.
         """
-        ms = self._require_motion_lib("reference AMP observations").get_motion_state(motion_ids, times)
+        motion_lib = self._require_motion_lib("reference AMP observations")
+        ms = motion_lib.get_motion_state(motion_ids, times, body_states=False)
         return self.amp_obs_from_motion_state(ms)
 
     def amp_obs_from_motion_state(self, ms) -> torch.Tensor:
@@ -426,7 +427,8 @@ class Humanoid:
 
     def policy_obs_from_motion(self, motion_ids: torch.Tensor, times: torch.Tensor) -> torch.Tensor:
         """Humanoid part of the policy observation `[n, 15 B - 2]` for reference states."""
-        ms = self._require_motion_lib("reference observations").get_motion_state(motion_ids, times)
+        motion_lib = self._require_motion_lib("reference observations")
+        ms = motion_lib.get_motion_state(motion_ids, times, body_states=False)
         body = body_state_from_qpos(self.robot, ms.root_pos, ms.root_rot, ms.root_lin_vel,
                                     ms.root_ang_vel, ms.dof_pos, ms.dof_vel)
         return obs_fn.policy_observation(*body, local_root_obs=self.cfg.local_root_obs)
@@ -507,7 +509,7 @@ class Humanoid:
         steps = self.num_amp_obs_steps
         offsets = self.control_dt * torch.arange(steps, device=self.device, dtype=times.dtype)
         ms = motion_lib.get_motion_state(motion_ids.repeat_interleave(steps),
-                                         (times.unsqueeze(-1) - offsets).reshape(-1))
+                                         (times.unsqueeze(-1) - offsets).reshape(-1), body_states=False)
         now = slice(None, None, steps)
         states = RobotStates(ms.root_pos[now], ms.root_rot[now], ms.root_lin_vel[now],
                              ms.root_ang_vel[now], ms.dof_pos[now], ms.dof_vel[now])

@@ -61,9 +61,9 @@ class MotionState:
     dof_pos: torch.Tensor  # [n, D] simulator hinge angles
     dof_vel: torch.Tensor  # [n, D] simulator hinge rates
     joint_vel: torch.Tensor  # [n, D] AMP "DoF velocity" (see module docstring)
-    key_body_pos: torch.Tensor  # [n, K, 3]
-    body_pos: torch.Tensor  # [n, B, 3]
-    body_lin_vel: torch.Tensor  # [n, B, 3]
+    key_body_pos: torch.Tensor | None  # [n, K, 3] (None: queried with body_states=False)
+    body_pos: torch.Tensor | None  # [n, B, 3]
+    body_lin_vel: torch.Tensor | None  # [n, B, 3]
 
 
 # Per-frame tensors packed over all clips, in MotionLib attribute names.
@@ -148,45 +148,57 @@ class MotionLib:
 
         Times are clamped to [0, length]: beyond the end gives the last frame, negative the first.
         """
-        num_frames = self.motion_num_frames[motion_ids]
-        frame = times.to(self.dtype).clamp_min(0.0) * self.motion_fps[motion_ids]
+        num_frames = _take(self.motion_num_frames, motion_ids)
+        frame = times.to(self.dtype).clamp_min(0.0) * _take(self.motion_fps, motion_ids)
         local0 = torch.minimum(frame.floor().long(), num_frames - 1)
         local1 = torch.minimum(local0 + 1, num_frames - 1)
         blend = (frame - local0.to(self.dtype)).clamp(0.0, 1.0)
-        start = self.motion_start[motion_ids]
+        start = _take(self.motion_start, motion_ids)
         return start + local0, start + local1, blend
 
-    def get_motion_state(self, motion_ids: torch.Tensor, times: torch.Tensor) -> MotionState:
-        """Interpolated reference state for `motion_ids [n]` at `times [n]` (seconds)."""
+    def get_motion_state(self, motion_ids: torch.Tensor, times: torch.Tensor,
+                         body_states: bool = True) -> MotionState:
+        """Interpolated reference state for `motion_ids [n]` at `times [n]` (seconds).
+
+        `body_states=False` leaves key_body_pos, body_pos and body_lin_vel None (the envs need
+        only the root and DoF state; their body states come from the simulator's kinematics).
+        """
         f0, f1, blend = self.frame_blend(motion_ids, times)
         w1 = blend.unsqueeze(-1)  # [n, 1]
         w1_bodies = w1.unsqueeze(-1)  # [n, 1, 1]
 
         def lerp(x, w):
-            a = x[f0]
-            return a + w * (x[f1] - a)
+            a = _take(x, f0)
+            return a + w * (_take(x, f1) - a)
 
-        local_rot = rot.slerp(self.local_rot[f0], self.local_rot[f1], w1_bodies)
+        local_rot = rot.slerp(_take(self.local_rot, f0), _take(self.local_rot, f1), w1_bodies)
         joint_vel = lerp(self.joint_vel, w1)
         dof_pos = local_rot_to_dof_pos(self.robot, local_rot)
-        body_pos = lerp(self.body_pos, w1_bodies)
+        body_pos = lerp(self.body_pos, w1_bodies) if body_states else None
         return MotionState(
             root_pos=lerp(self.root_pos, w1),
-            root_rot=rot.slerp(self.root_rot[f0], self.root_rot[f1], w1),
+            root_rot=rot.slerp(_take(self.root_rot, f0), _take(self.root_rot, f1), w1),
             root_lin_vel=lerp(self.root_lin_vel, w1),
             root_ang_vel=lerp(self.root_ang_vel, w1),
             local_rot=local_rot,
             dof_pos=dof_pos,
             dof_vel=dof_vel_from_joint_vel(self.robot, dof_pos, joint_vel),
             joint_vel=joint_vel,
-            key_body_pos=body_pos[:, self.key_body_ids],
+            key_body_pos=_take(body_pos, self.key_body_ids, dim=1) if body_states else None,
             body_pos=body_pos,
-            body_lin_vel=lerp(self.body_lin_vel, w1_bodies),
+            body_lin_vel=lerp(self.body_lin_vel, w1_bodies) if body_states else None,
         )
 
     def __repr__(self) -> str:
         return (f"MotionLib({self.motion_file}, robot={self.robot.name}, motions={self.num_motions}, "
                 f"frames={self.num_frames}, device={self.device})")
+
+
+def _take(x: torch.Tensor, ids: torch.Tensor, dim: int = 0) -> torch.Tensor:
+    """`x` indexed by `ids` along `dim`: index_select (cheaper than advanced indexing) for 1-D ids."""
+    if isinstance(ids, torch.Tensor) and ids.dim() == 1:
+        return x.index_select(dim, ids)
+    return x[(slice(None),) * dim + (ids,)]
 
 
 # ---- loading and converting one clip ------------------------------------------------------------
