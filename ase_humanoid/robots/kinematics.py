@@ -200,21 +200,29 @@ def local_rot_to_dof_pos(robot: RobotDescription, local_rot: torch.Tensor) -> to
 
     sph = robot.spherical_dof_ids.to(device)
     if sph.numel():
-        m = rot.quat_to_matrix(local_rot[..., robot.spherical_body_ids.to(device), :])  # [..., S, 3, 3]
+        m = rot.quat_to_matrix(local_rot.index_select(-2, robot.spherical_body_ids.to(device)))  # [..., S, 3, 3]
         first = _euler_xyz_from_matrix(m)  # [..., S, 3]
-        second = rot.normalize_angle(first * torch.tensor([1.0, -1.0, 1.0], dtype=dtype, device=device)
-                                     + torch.tensor([torch.pi, torch.pi, torch.pi], dtype=dtype, device=device))
+        flip, shift = _euler_second_solution(dtype, device)
+        second = rot.normalize_angle(first * flip + shift)
         lo, hi = lower[sph], upper[sph]  # [S, 3]
         use_second = _limit_violation(second, lo, hi) < _limit_violation(first, lo, hi)
-        dof_pos[..., sph] = torch.where(use_second.unsqueeze(-1), second, first)
+        # index_copy_ on the flattened groups: the same writes as dof_pos[..., sph] = ...
+        dof_pos.index_copy_(-1, sph.flatten(), torch.where(use_second.unsqueeze(-1), second, first).flatten(-2))
 
     hinge = robot.hinge_dof_ids.to(device)
     if hinge.numel():
-        q = local_rot[..., robot.hinge_body_ids.to(device), :]  # [..., H, 4]
+        q = local_rot.index_select(-2, robot.hinge_body_ids.to(device))  # [..., H, 4]
         axes = robot.dof_axes.to(dtype=dtype, device=device)[hinge]  # [H, 3]
         angle = 2.0 * torch.atan2((q[..., :3] * axes).sum(-1), q[..., 3])
-        dof_pos[..., hinge] = rot.normalize_angle(angle)
+        dof_pos.index_copy_(-1, hinge, rot.normalize_angle(angle))
     return dof_pos
+
+
+@functools.lru_cache(maxsize=16)
+def _euler_second_solution(dtype, device) -> tuple[torch.Tensor, torch.Tensor]:
+    """(1, -1, 1) and (pi, pi, pi) `[3]`: (a, b, c) -> (a + pi, pi - b, c + pi) before wrapping."""
+    return (torch.tensor([1.0, -1.0, 1.0], dtype=dtype, device=device),
+            torch.tensor([torch.pi, torch.pi, torch.pi], dtype=dtype, device=device))
 
 
 def joint_vel_from_dof_vel(robot: RobotDescription, dof_pos: torch.Tensor, dof_vel: torch.Tensor) -> torch.Tensor:
