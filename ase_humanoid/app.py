@@ -175,7 +175,7 @@ def train(cfg: DictConfig, rank: int = 0, world_size: int = 1) -> Path:
     resolved = OmegaConf.to_container(cfg, resolve=True)
     runner = Runner(env, agent, run_dir, resolved, max_epochs=int(cfg.max_epochs),
                     save_every=int(cfg.save_every), checkpoint_every=int(cfg.checkpoint_every),
-                    is_main=is_main)
+                    is_main=is_main, update_threads=int(cfg.update_threads))
     if resume_from is not None:
         runner.resume(resume_from)
         print(f"resumed from {resume_from} at epoch {runner.epoch}", flush=True)

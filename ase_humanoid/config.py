@@ -123,13 +123,18 @@ def resolve_auto(cfg: DictConfig) -> None:
         # On CPU the physics threads and torch alternate; on small machines two torch threads
         # fighting the MuJoCo pool (or anything else) are several times slower than one.
         cfg.torch_threads = max(1, (os.cpu_count() or 2) // 2) if str(cfg.device) == "cpu" else torch_default_threads()
+    if cfg.update_threads == "auto":
+        # Every core when there are several to spare; on 1-3 cores (often shared with other
+        # work) extra torch threads measured slower than one.
+        cores = os.cpu_count() or 1
+        cfg.update_threads = cores if (str(cfg.device) == "cpu" and cores >= 4) else cfg.torch_threads
     if cfg.num_envs == "auto":
         if cfg.sim.name == "mujoco_warp" and str(cfg.device).startswith("cuda"):
             cfg.num_envs = 4096
         else:
             # About 64 worlds per core keeps the C threads busy without starving the update.
             cfg.num_envs = int(min(512, 64 * (os.cpu_count() or 1)))
-    for key in ("num_envs", "num_threads", "torch_threads", "seed", "max_epochs"):
+    for key in ("num_envs", "num_threads", "torch_threads", "update_threads", "seed", "max_epochs"):
         value = cfg[key]
         if not isinstance(value, int) or isinstance(value, bool):
             raise ConfigError(f"config key '{key}' must be an integer, got {value!r}")

@@ -75,7 +75,8 @@ class Runner:
     """
 
     def __init__(self, env, agent, run_dir: str | Path, config: dict, max_epochs: int,
-                 save_every: int = 50, checkpoint_every: int = 1, is_main: bool = True):
+                 save_every: int = 50, checkpoint_every: int = 1, is_main: bool = True,
+                 update_threads: int | None = None):
         self.env, self.agent = env, agent
         self.run_dir = Path(run_dir)
         self.config = config
@@ -83,6 +84,7 @@ class Runner:
         self.save_every = save_every
         self.checkpoint_every = max(1, checkpoint_every)
         self._latest_epoch = -1
+        self.update_threads = update_threads
         self.is_main = is_main
         self.epoch = 0
         self.global_step = 0
@@ -145,6 +147,18 @@ class Runner:
         self.global_step += horizon * self.env.num_envs
         return timings
 
+    def update_agent(self) -> dict[str, float]:
+        """agent.update() with `update_threads` torch threads: the physics threads are idle
+        during the update, so it may use every core (rollouts keep fewer, see torch_threads)."""
+        if self.update_threads is None:
+            return self.agent.update()
+        rollout_threads = torch.get_num_threads()
+        torch.set_num_threads(self.update_threads)
+        try:
+            return self.agent.update()
+        finally:
+            torch.set_num_threads(rollout_threads)
+
     def learn(self, logger: TrainingLogger | None = None, time_budget_s: float | None = None) -> dict[str, float]:
         """Train until `max_epochs` (or until `time_budget_s` of wall clock has passed);
         returns the last epoch's statistics."""
@@ -156,7 +170,7 @@ class Runner:
             t_start = time.perf_counter()
             timings = self.collect_rollout()
             t_update = time.perf_counter()
-            stats = self.agent.update()
+            stats = self.update_agent()
             t_end = time.perf_counter()
             self.epoch += 1
             stats = {f"train/{k}": float(v) for k, v in stats.items()}

@@ -27,7 +27,8 @@ def main(argv=None) -> int:
     parser.add_argument("--sim", default="mujoco")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--threads", type=int, default=None, help="MuJoCo threads (default: all cores)")
-    parser.add_argument("--torch-threads", type=int, default=None)
+    parser.add_argument("--torch-threads", type=int, default=None, help="torch threads while stepping envs")
+    parser.add_argument("--update-threads", type=int, default=None, help="torch threads during the update")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("overrides", nargs="*", help="extra train.py overrides, e.g. train.params.mini_epochs=2")
     args = parser.parse_args(argv)
@@ -59,7 +60,8 @@ def main(argv=None) -> int:
 
     env.sim.step = timed_step
     with tempfile.TemporaryDirectory() as run_dir:
-        runner = Runner(env, agent, run_dir, config={}, max_epochs=1, save_every=0, is_main=False)
+        runner = Runner(env, agent, run_dir, config={}, max_epochs=1, save_every=0, is_main=False,
+                        update_threads=args.update_threads or int(cfg.update_threads))
         runner.learn()  # one warm-up epoch (first-call allocations, demo buffer already filled)
         totals = {"sim": 0.0, "obs_reward_reset": 0.0, "inference": 0.0, "record": 0.0, "update": 0.0}
         t_start = time.perf_counter()
@@ -67,7 +69,7 @@ def main(argv=None) -> int:
             sim_time["s"] = 0.0
             timings = runner.collect_rollout()
             t0 = time.perf_counter()
-            agent.update()
+            runner.update_agent()
             totals["update"] += time.perf_counter() - t0
             totals["sim"] += sim_time["s"]
             totals["obs_reward_reset"] += timings["time/sim_and_obs"] - sim_time["s"]
@@ -81,7 +83,8 @@ def main(argv=None) -> int:
         "device": str(cfg.device), "epochs": args.epochs, "horizon_length": agent.config.horizon_length,
         "samples_per_s": samples / elapsed, "seconds_per_epoch": elapsed / args.epochs,
         "share": {k: v / elapsed for k, v in totals.items()},
-        "torch_threads": torch.get_num_threads(), "mujoco_threads": int(cfg.num_threads),
+        "torch_threads": torch.get_num_threads(), "update_threads": runner.update_threads,
+        "mujoco_threads": int(cfg.num_threads),
     }
     print(json.dumps(result) if args.json else json.dumps(result, indent=2))
     return 0
