@@ -26,6 +26,7 @@ import numpy as np
 import torch
 
 from ase_humanoid.errors import MotionFileError
+from ase_humanoid.motion.files import read_motion_bytes
 from ase_humanoid.motion.clip import MotionClip
 from ase_humanoid.motion.skeleton import Skeleton
 from ase_humanoid.utils import rotations as rot
@@ -92,12 +93,7 @@ def read_asf(path) -> AsfSkeleton:
 
 def _read_lines(path: Path) -> list[tuple[int, str]]:
     """(line number, stripped text) of the non-empty, non-comment lines."""
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise MotionFileError(f"{path}: no such motion file") from None
-    except OSError as err:
-        raise MotionFileError(f"{path}: cannot read motion file: {err}") from None
+    raw = read_motion_bytes(path)
     lines = [(i + 1, line.strip()) for i, line in enumerate(raw.decode("latin-1").splitlines())]
     lines = [(n, line) for n, line in lines if line and not line.startswith("#")]
     if not lines:

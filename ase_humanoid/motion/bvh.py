@@ -21,6 +21,7 @@ import numpy as np
 import torch
 
 from ase_humanoid.errors import MotionFileError
+from ase_humanoid.motion.files import read_motion_bytes
 from ase_humanoid.motion.clip import MotionClip
 from ase_humanoid.motion.skeleton import Skeleton
 from ase_humanoid.utils import rotations as rot
@@ -59,15 +60,7 @@ def load_bvh(path, scale: float = 1.0, dtype: torch.dtype = torch.float32) -> Mo
 
 
 def _read_text(path: Path) -> str:
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise MotionFileError(f"{path}: no such motion file") from None
-    except OSError as err:
-        raise MotionFileError(f"{path}: cannot read motion file: {err}") from None
-    if not raw.strip():
-        raise MotionFileError(f"{path}: file is empty")
-    return raw.decode("latin-1")
+    return read_motion_bytes(path).decode("latin-1")
 
 
 # ---------------------------------------------------------------------------------- hierarchy

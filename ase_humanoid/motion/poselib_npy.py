@@ -33,6 +33,7 @@ import torch
 from numpy.lib import format as npy_format
 
 from ase_humanoid.errors import MotionFileError
+from ase_humanoid.motion.files import read_motion_bytes
 from ase_humanoid.motion.clip import MotionClip
 from ase_humanoid.motion.skeleton import Skeleton
 from ase_humanoid.utils import rotations as rot
@@ -95,14 +96,7 @@ class RestrictedUnpickler(pickle.Unpickler):
 def read_poselib_dict(path) -> dict:
     """The raw dict stored in a poselib .npy, unpickled with RestrictedUnpickler."""
     path = Path(path)
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise MotionFileError(f"{path}: no such motion file") from None
-    except OSError as err:
-        raise MotionFileError(f"{path}: cannot read motion file: {err}") from None
-    if not raw:
-        raise MotionFileError(f"{path}: file is empty")
+    raw = read_motion_bytes(path)
     stream = io.BytesIO(raw)
     try:
         version = npy_format.read_magic(stream)
