@@ -144,14 +144,30 @@ class SimBackend(abc.ABC):
     def step(self, substeps: int = 1) -> None:
         """Advance every world `substeps` physics steps; refreshes `state` and prop states."""
 
-    @property
-    @abc.abstractmethod
-    def state(self) -> SimState:
-        """Current humanoid state of every world (tensors may be views refreshed by `step`)."""
+    # Backends keep their latest read-back in these two attributes.
+    _sim_state: SimState
+    _prop_states: dict
 
-    @abc.abstractmethod
+    @property
+    def state(self) -> SimState:
+        """Snapshot of the humanoid state of every world; `step`/`set_*` replace it with new
+        tensors and never overwrite ones already handed out."""
+        return self._sim_state
+
     def prop_state(self, name: str) -> PropState:
         """Current state of prop `name` in every world."""
+        self._check_prop_name(name)
+        return self._prop_states[name]
+
+    def _check_prop_name(self, name: str) -> None:
+        if name not in self.prop_names:
+            raise KeyError(f"unknown prop {name!r}; valid props: {self.prop_names}")
+
+    def _check_env_id(self, env_id) -> int:
+        env_id = int(env_id)
+        if not 0 <= env_id < self.num_envs:
+            raise ValueError(f"env_id must lie in [0, {self.num_envs}), got {env_id}")
+        return env_id
 
     @abc.abstractmethod
     def qpos_for_render(self, env_id: int) -> np.ndarray:
@@ -211,6 +227,23 @@ def make_backend(
 
 
 # ---- helpers shared by backends: argument checking at the interface boundary -----------------
+
+
+def make_sim_state(robot, root_pos, root_rot, root_lin_vel, root_ang_vel, dof_pos, dof_vel,
+                   contact_forces) -> SimState:
+    """SimState with body states computed from the root and DoF state by the robot's kinematics,
+    so every backend reports bodies exactly consistent with its joint state."""
+    from ase_humanoid.robots.kinematics import body_state_from_qpos
+
+    body_pos, body_rot, body_lin_vel, body_ang_vel = body_state_from_qpos(
+        robot, root_pos, root_rot, root_lin_vel, root_ang_vel, dof_pos, dof_vel
+    )
+    return SimState(
+        root_pos=root_pos, root_rot=root_rot, root_lin_vel=root_lin_vel,
+        root_ang_vel=root_ang_vel, dof_pos=dof_pos, dof_vel=dof_vel,
+        body_pos=body_pos, body_rot=body_rot, body_lin_vel=body_lin_vel,
+        body_ang_vel=body_ang_vel, contact_forces=contact_forces,
+    )
 
 
 def resolve_env_ids(env_ids, num_envs: int) -> torch.Tensor:

@@ -49,13 +49,12 @@ import numpy as np
 import torch
 
 from ase_humanoid.errors import ConfigError, ModelError
-from ase_humanoid.robots.kinematics import body_state_from_qpos
 from ase_humanoid.sim.base import (
     PHYSICS_DT,
     PropState,
     SimBackend,
-    SimState,
     check_shape,
+    make_sim_state,
     resolve_env_ids,
 )
 from ase_humanoid.sim.scene import build_scene
@@ -277,7 +276,8 @@ class IsaacGymBackend(SimBackend):
         dof_pos = self._dof_view[:, self._dof_index, 0]
         dof_vel = self._dof_view[:, self._dof_index, 1]
         contact = self._contact_view[:, self._body_index]
-        self._sim_state = self._make_sim_state(
+        self._sim_state = make_sim_state(
+            self.robot,
             root_pos, root_rot, root_lin_vel, root_ang_vel, dof_pos, dof_vel, contact
         )
         self._prop_states = {name: self._read_prop(k) for k, name in enumerate(self.prop_names)}
@@ -290,30 +290,8 @@ class IsaacGymBackend(SimBackend):
         return PropState(pos=pos, rot=rot, lin_vel=lin_vel, ang_vel=ang_vel, contact_force=force,
                          in_contact=force.norm(dim=-1) > 0)
 
-    def _make_sim_state(self, root_pos, root_rot, root_lin_vel, root_ang_vel, dof_pos, dof_vel,
-                        contact_forces) -> SimState:
-        body_pos, body_rot, body_lin_vel, body_ang_vel = body_state_from_qpos(
-            self.robot, root_pos, root_rot, root_lin_vel, root_ang_vel, dof_pos, dof_vel
-        )
-        return SimState(
-            root_pos=root_pos, root_rot=root_rot, root_lin_vel=root_lin_vel,
-            root_ang_vel=root_ang_vel, dof_pos=dof_pos, dof_vel=dof_vel,
-            body_pos=body_pos, body_rot=body_rot, body_lin_vel=body_lin_vel,
-            body_ang_vel=body_ang_vel, contact_forces=contact_forces,
-        )
-
-    @property
-    def state(self) -> SimState:
-        return self._sim_state
-
-    def prop_state(self, name: str) -> PropState:
-        self._check_prop_name(name)
-        return self._prop_states[name]
-
     def qpos_for_render(self, env_id: int) -> np.ndarray:
-        env_id = int(env_id)
-        if not 0 <= env_id < self.num_envs:
-            raise ValueError(f"env_id must lie in [0, {self.num_envs}), got {env_id}")
+        env_id = self._check_env_id(env_id)
         layout, state = self._layout, self._sim_state
         qpos = self.mj_model.qpos0.copy()
 
@@ -329,10 +307,6 @@ class IsaacGymBackend(SimBackend):
         return qpos
 
     # ---- state writes -------------------------------------------------------------------------
-
-    def _check_prop_name(self, name: str):
-        if name not in self.prop_names:
-            raise KeyError(f"unknown prop {name!r}; valid props: {self.prop_names}")
 
     def _env_ids(self, env_ids) -> torch.Tensor:
         return resolve_env_ids(env_ids, self.num_envs).to(self.device)
@@ -376,7 +350,7 @@ class IsaacGymBackend(SimBackend):
                     put(old.root_lin_vel, root_lin_vel), put(old.root_ang_vel, root_ang_vel),
                     put(old.dof_pos, dof_pos), put(old.dof_vel, dof_vel)]
         contact = old.contact_forces.index_fill(0, ids, 0.0)
-        self._sim_state = self._make_sim_state(*new_root, contact)
+        self._sim_state = make_sim_state(self.robot, *new_root, contact)
 
     def set_prop_state(self, name, env_ids, pos, rot, lin_vel, ang_vel) -> None:
         self._check_prop_name(name)

@@ -236,26 +236,11 @@ class MujocoCpuBackend(SimBackend):
             in_contact=(sensors[:, adr] > 0).to(self.device),
         )
 
-    @property
-    def state(self) -> SimState:
-        """Snapshot of the humanoid state; `step`/`set_robot_state` replace it with new tensors."""
-        return self._sim_state
-
-    def prop_state(self, name: str) -> PropState:
-        self._check_prop_name(name)
-        return self._prop_states[name]
-
     def qpos_for_render(self, env_id: int) -> np.ndarray:
-        env_id = int(env_id)
-        if not 0 <= env_id < self.num_envs:
-            raise ValueError(f"env_id must lie in [0, {self.num_envs}), got {env_id}")
+        env_id = self._check_env_id(env_id)
         return self._state[env_id, self._qpos_cols].copy()
 
     # ---- state writes -------------------------------------------------------------------------
-
-    def _check_prop_name(self, name: str):
-        if name not in self._prop_cols:
-            raise KeyError(f"unknown prop {name!r}; valid props: {self.prop_names}")
 
     def _repair_non_finite(self, ids: np.ndarray) -> bool:
         """Worlds among `ids` whose state went non-finite restart from the model's default state

@@ -64,13 +64,12 @@ except ImportError as exc:  # pragma: no cover - exercised only where the extra 
     ) from exc
 
 from ase_humanoid.errors import ConfigError, ModelError
-from ase_humanoid.robots.kinematics import body_state_from_qpos
 from ase_humanoid.sim.base import (
     PHYSICS_DT,
     PropState,
     SimBackend,
-    SimState,
     check_shape,
+    make_sim_state,
     resolve_env_ids,
 )
 from ase_humanoid.sim.scene import build_scene
@@ -333,43 +332,17 @@ class MujocoWarpBackend(SimBackend):
         dof_pos = self._qpos[:, self._dof_pos_cols]
         dof_vel = self._qvel[:, self._dof_vel_cols]
         contact = -self._sensordata[:, self._body_contact_cols]
-        self._sim_state = self._make_sim_state(
+        self._sim_state = make_sim_state(
+            self.robot,
             *root, dof_pos, dof_vel, contact.reshape(self.num_envs, self.robot.num_bodies, 3)
         )
         self._prop_states = {name: self._read_prop(name) for name in self.prop_names}
 
-    def _make_sim_state(self, root_pos, root_rot, root_lin_vel, root_ang_vel, dof_pos, dof_vel,
-                        contact_forces) -> SimState:
-        body_pos, body_rot, body_lin_vel, body_ang_vel = body_state_from_qpos(
-            self.robot, root_pos, root_rot, root_lin_vel, root_ang_vel, dof_pos, dof_vel
-        )
-        return SimState(
-            root_pos=root_pos, root_rot=root_rot, root_lin_vel=root_lin_vel,
-            root_ang_vel=root_ang_vel, dof_pos=dof_pos, dof_vel=dof_vel,
-            body_pos=body_pos, body_rot=body_rot, body_lin_vel=body_lin_vel,
-            body_ang_vel=body_ang_vel, contact_forces=contact_forces,
-        )
-
-    @property
-    def state(self) -> SimState:
-        """Snapshot of the humanoid state; `step`/`set_robot_state` replace it with new tensors."""
-        return self._sim_state
-
-    def prop_state(self, name: str) -> PropState:
-        self._check_prop_name(name)
-        return self._prop_states[name]
-
     def qpos_for_render(self, env_id: int) -> np.ndarray:
-        env_id = int(env_id)
-        if not 0 <= env_id < self.num_envs:
-            raise ValueError(f"env_id must lie in [0, {self.num_envs}), got {env_id}")
+        env_id = self._check_env_id(env_id)
         return self._qpos[env_id].detach().to("cpu", torch.float64).numpy()
 
     # ---- state writes -------------------------------------------------------------------------
-
-    def _check_prop_name(self, name: str):
-        if name not in self._prop_cols:
-            raise KeyError(f"unknown prop {name!r}; valid props: {self.prop_names}")
 
     def _device_env_ids(self, env_ids) -> torch.Tensor:
         """Env ids as a LongTensor [n] on the backend's device.
@@ -441,7 +414,7 @@ class MujocoWarpBackend(SimBackend):
                     put(old.root_lin_vel, root_lin_vel), put(old.root_ang_vel, root_ang_vel),
                     put(old.dof_pos, dof_pos), put(old.dof_vel, dof_vel)]
         contact = old.contact_forces.index_fill(0, ids, 0.0)
-        self._sim_state = self._make_sim_state(*new_root, contact)
+        self._sim_state = make_sim_state(self.robot, *new_root, contact)
         # Repaired worlds may have had their props reset too.
         self._prop_states = {name: self._read_prop(name) for name in self.prop_names}
 
