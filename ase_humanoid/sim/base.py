@@ -229,6 +229,14 @@ def make_backend(
 # ---- helpers shared by backends: argument checking at the interface boundary -----------------
 
 
+def check_robot_state_shapes(n: int, num_dofs: int, root_pos, root_rot, root_lin_vel, root_ang_vel,
+                             dof_pos, dof_vel) -> tuple[torch.Tensor, ...]:
+    """`set_robot_state` arguments checked against their shapes for `n` worlds."""
+    return (check_shape("root_pos", root_pos, (n, 3)), check_shape("root_rot", root_rot, (n, 4)),
+            check_shape("root_lin_vel", root_lin_vel, (n, 3)), check_shape("root_ang_vel", root_ang_vel, (n, 3)),
+            check_shape("dof_pos", dof_pos, (n, num_dofs)), check_shape("dof_vel", dof_vel, (n, num_dofs)))
+
+
 def make_sim_state(robot, root_pos, root_rot, root_lin_vel, root_ang_vel, dof_pos, dof_vel,
                    contact_forces) -> SimState:
     """SimState with body states computed from the root and DoF state by the robot's kinematics,

@@ -68,6 +68,7 @@ from ase_humanoid.sim.base import (
     PHYSICS_DT,
     PropState,
     SimBackend,
+    check_robot_state_shapes,
     check_shape,
     make_sim_state,
     resolve_env_ids,
@@ -390,12 +391,8 @@ class MujocoWarpBackend(SimBackend):
                         dof_vel) -> None:
         ids = self._device_env_ids(env_ids)
         n, num_dofs = ids.numel(), self.robot.num_dofs
-        root_pos = check_shape("root_pos", root_pos, (n, 3))
-        root_rot = check_shape("root_rot", root_rot, (n, 4))
-        root_lin_vel = check_shape("root_lin_vel", root_lin_vel, (n, 3))
-        root_ang_vel = check_shape("root_ang_vel", root_ang_vel, (n, 3))
-        dof_pos = check_shape("dof_pos", dof_pos, (n, num_dofs))
-        dof_vel = check_shape("dof_vel", dof_vel, (n, num_dofs))
+        root_pos, root_rot, root_lin_vel, root_ang_vel, dof_pos, dof_vel = check_robot_state_shapes(
+            n, num_dofs, root_pos, root_rot, root_lin_vel, root_ang_vel, dof_pos, dof_vel)
         if n == 0:
             return
         self._repair_non_finite(ids)
