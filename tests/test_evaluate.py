@@ -20,3 +20,25 @@ def test_evaluate_uses_checkpoint_network_sizes_and_records_video(tmp_path, caps
     assert "episode/length=" in out and "episode/fall_rate=" in out
     frames = iio.imread(video)
     assert len(frames) == 15 and frames[0].std() > 10
+
+
+def test_random_latents_follow_the_schedule_in_evaluation():
+    """latent=random keeps resampling skills on the training schedule without recording."""
+    import torch
+
+    from ase_humanoid.agents.ase import ASEAgent
+    from ase_humanoid.agents.config import ASEConfig
+    from ase_humanoid.evaluate import _advance_latents
+
+    config = ASEConfig(actor_units=[8], critic_units=[8], disc_units=[8], style_units=[8, 8],
+                       amp_obs_demo_buffer_size=16, amp_replay_buffer_size=16, amp_batch_size=16,
+                       minibatch_size=32, horizon_length=8, seed=0)
+    agent = ASEAgent(5, 3, 4, 4, lambda n: torch.zeros(n, 4), config)
+    before = agent.latents.clone()
+    no_dones = torch.zeros(4, dtype=torch.bool)
+    for _ in range(config.latent_steps_max):
+        _advance_latents(agent, no_dones, "random")
+    assert not torch.equal(agent.latents, before)  # every env's hold time has run out by now
+    held = agent.latents.clone()
+    _advance_latents(agent, torch.ones(4, dtype=torch.bool), "fixed")
+    assert torch.equal(agent.latents, held)

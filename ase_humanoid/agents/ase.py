@@ -126,10 +126,16 @@ class ASEAgent(AMPAgent):
 
     def _after_step(self, dones: torch.Tensor) -> None:
         super()._after_step(dones)
+        self.advance_latents(dones)
+
+    def advance_latents(self, dones: torch.Tensor) -> None:
+        """One control step of the latent schedule: envs that reset (`dones [N]` bool) or whose
+        hold time ran out get new latents. Runs inside `record_transition`; evaluation, which
+        records nothing, calls it directly."""
         if self.latents_fixed:
             return
         self.latent_steps_left -= 1
-        self._resample(torch.nonzero(dones | (self.latent_steps_left <= 0)).squeeze(-1))
+        self._resample(torch.nonzero(dones.to(self.device) | (self.latent_steps_left <= 0)).squeeze(-1))
 
     # ----------------------------------------------------------------- policy evaluation
     def _conditioning(self) -> dict[str, torch.Tensor]:
