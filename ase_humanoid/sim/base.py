@@ -237,6 +237,27 @@ def check_robot_state_shapes(n: int, num_dofs: int, root_pos, root_rot, root_lin
             check_shape("dof_pos", dof_pos, (n, num_dofs)), check_shape("dof_vel", dof_vel, (n, num_dofs)))
 
 
+def check_prop_state_shapes(name: str, n: int, pos, rot, lin_vel, ang_vel) -> tuple[torch.Tensor, ...]:
+    """`set_prop_state` arguments checked against their shapes for `n` worlds."""
+    return (check_shape(f"{name} pos", pos, (n, 3)), check_shape(f"{name} rot", rot, (n, 4)),
+            check_shape(f"{name} lin_vel", lin_vel, (n, 3)), check_shape(f"{name} ang_vel", ang_vel, (n, 3)))
+
+
+def prop_state_after_write(old: PropState, ids: torch.Tensor, pos, rot, lin_vel, ang_vel) -> PropState:
+    """A new PropState snapshot: `old` with rows `ids` (a long tensor on old's device) replaced by
+    the written state and no contact (none has been solved for the new pose yet)."""
+
+    def put(current, new):
+        return current.index_copy(0, ids, new.detach().to(current.device, current.dtype))
+
+    return PropState(
+        pos=put(old.pos, pos), rot=put(old.rot, rot), lin_vel=put(old.lin_vel, lin_vel),
+        ang_vel=put(old.ang_vel, ang_vel),
+        contact_force=old.contact_force.index_fill(0, ids, 0.0),
+        in_contact=old.in_contact.index_fill(0, ids, False),
+    )
+
+
 def make_sim_state(robot, root_pos, root_rot, root_lin_vel, root_ang_vel, dof_pos, dof_vel,
                    contact_forces) -> SimState:
     """SimState with body states computed from the root and DoF state by the robot's kinematics,

@@ -53,9 +53,11 @@ from ase_humanoid.sim.base import (
     PHYSICS_DT,
     PropState,
     SimBackend,
+    check_prop_state_shapes,
     check_robot_state_shapes,
     check_shape,
     make_sim_state,
+    prop_state_after_write,
     resolve_env_ids,
 )
 from ase_humanoid.sim.scene import build_scene
@@ -353,10 +355,7 @@ class IsaacGymBackend(SimBackend):
         self._check_prop_name(name)
         ids = self._env_ids(env_ids)
         n = ids.numel()
-        pos = check_shape(f"{name} pos", pos, (n, 3))
-        rot = check_shape(f"{name} rot", rot, (n, 4))
-        lin_vel = check_shape(f"{name} lin_vel", lin_vel, (n, 3))
-        ang_vel = check_shape(f"{name} ang_vel", ang_vel, (n, 3))
+        pos, rot, lin_vel, ang_vel = check_prop_state_shapes(name, n, pos, rot, lin_vel, ang_vel)
         if n == 0:
             return
         index = self.prop_names.index(name)
@@ -366,14 +365,5 @@ class IsaacGymBackend(SimBackend):
         self._write_actor(ids, 1 + index, pos, isaac_rot, lin_vel, ang_vel)
         self._contact_view[ids, self._num_asset_bodies + index] = 0.0
 
-        old = self._prop_states[name]
-
-        def put(current, new):
-            return current.index_copy(0, ids, new.detach().to(self.device, torch.float32))
-
-        self._prop_states[name] = PropState(
-            pos=put(old.pos, pos), rot=put(old.rot, rot), lin_vel=put(old.lin_vel, lin_vel),
-            ang_vel=put(old.ang_vel, ang_vel),
-            contact_force=old.contact_force.index_fill(0, ids, 0.0),
-            in_contact=old.in_contact.index_fill(0, ids, False),
-        )
+        self._prop_states[name] = prop_state_after_write(
+            self._prop_states[name], ids, pos, rot, lin_vel, ang_vel)

@@ -38,8 +38,10 @@ from ase_humanoid.sim.base import (
     PropState,
     SimBackend,
     SimState,
+    check_prop_state_shapes,
     check_robot_state_shapes,
     check_shape,
+    prop_state_after_write,
     resolve_env_ids,
 )
 from ase_humanoid.sim.scene import build_scene
@@ -309,10 +311,7 @@ class MujocoCpuBackend(SimBackend):
         self._check_prop_name(name)
         ids_t = resolve_env_ids(env_ids, self.num_envs)
         n = ids_t.numel()
-        pos = check_shape(f"{name} pos", pos, (n, 3))
-        rot = check_shape(f"{name} rot", rot, (n, 4))
-        lin_vel = check_shape(f"{name} lin_vel", lin_vel, (n, 3))
-        ang_vel = check_shape(f"{name} ang_vel", ang_vel, (n, 3))
+        pos, rot, lin_vel, ang_vel = check_prop_state_shapes(name, n, pos, rot, lin_vel, ang_vel)
         if n == 0:
             return
         ids = ids_t.numpy()
@@ -320,18 +319,9 @@ class MujocoCpuBackend(SimBackend):
         adr = self._layout.prop_contact_adr[name]
         self._sensordata[ids, adr: adr + 4] = 0.0
 
-        old = self._prop_states[name]
         dev_ids = ids_t.to(self.device)
-
-        def put(current, new):
-            return current.index_copy(0, dev_ids, new.detach().to(self.device, self.dtype))
-
-        self._prop_states[name] = PropState(
-            pos=put(old.pos, pos), rot=put(old.rot, rot), lin_vel=put(old.lin_vel, lin_vel),
-            ang_vel=put(old.ang_vel, ang_vel),
-            contact_force=old.contact_force.index_fill(0, dev_ids, 0.0),
-            in_contact=old.in_contact.index_fill(0, dev_ids, False),
-        )
+        self._prop_states[name] = prop_state_after_write(
+            self._prop_states[name], dev_ids, pos, rot, lin_vel, ang_vel)
 
 
 def _free_body_cols(qpos_adr: int, qvel_adr: int) -> tuple:

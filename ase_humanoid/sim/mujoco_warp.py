@@ -68,6 +68,7 @@ from ase_humanoid.sim.base import (
     PHYSICS_DT,
     PropState,
     SimBackend,
+    check_prop_state_shapes,
     check_robot_state_shapes,
     check_shape,
     make_sim_state,
@@ -419,10 +420,7 @@ class MujocoWarpBackend(SimBackend):
         self._check_prop_name(name)
         ids = self._device_env_ids(env_ids)
         n = ids.numel()
-        pos = check_shape(f"{name} pos", pos, (n, 3))
-        rot = check_shape(f"{name} rot", rot, (n, 4))
-        lin_vel = check_shape(f"{name} lin_vel", lin_vel, (n, 3))
-        ang_vel = check_shape(f"{name} ang_vel", ang_vel, (n, 3))
+        pos, rot, lin_vel, ang_vel = check_prop_state_shapes(name, n, pos, rot, lin_vel, ang_vel)
         if n == 0:
             return
         self._write_free_body(ids, self._prop_cols[name], pos, rot, lin_vel, ang_vel)
