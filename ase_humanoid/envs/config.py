@@ -52,6 +52,10 @@ class HumanoidEnvConfig:
     key_bodies: list[str] | None = None  # None: the robot config's key bodies
     contact_bodies: list[str] | None = None  # None: the robot config's contact bodies (feet)
     seed: int | None = None  # None draws from torch's global generator
+    # Reference-state resets at random times are drawn this many at a time, ahead of use (the
+    # same distribution at a fraction of the per-step cost, see envs/reset_pool.py); 0 draws
+    # each one when it is needed
+    reset_pool_size: int = 1024
 
     def validate(self) -> None:
         """Raise ConfigError naming the first invalid field."""
@@ -66,6 +70,7 @@ class HumanoidEnvConfig:
         _check(self.control_substeps > 0, "control_substeps", f"must be > 0, got {self.control_substeps}")
         _check(self.num_amp_obs_steps >= 2, "num_amp_obs_steps",
                f"must be >= 2 (AMP compares consecutive frames), got {self.num_amp_obs_steps}")
+        _check(self.reset_pool_size >= 0, "reset_pool_size", f"must be >= 0, got {self.reset_pool_size}")
         _check(self.num_threads is None or self.num_threads > 0, "num_threads",
                f"must be > 0 or null, got {self.num_threads}")
         if self.state_init != "Default":

@@ -11,8 +11,10 @@ Resets (`state_init`): `Default` standing pose, `Start` / `Random` reference-sta
 MotionLib at t = 0 / a uniform time, `Hybrid` = Random with probability `hybrid_init_prob`,
 otherwise Default. After a reference-state init the AMP history holds the clip at t - k dt
 (k = 0 .. steps - 1); after any other reset it repeats the new state's frame. All resets of a
-step are planned first (`ResetPlan`: states + AMP histories) and written with one
-`set_robot_state` call.
+step are planned first (`ResetPlan`: states, their body kinematics and AMP histories) and written
+with one `set_robot_state` call. Reference-state resets with random times are drawn
+`reset_pool_size` at a time ahead of use (`reset_pool.py`): the same distribution, a fraction
+of the cost per step.
 
 Extension points for task subclasses (see `ase_humanoid/envs/tasks/`):
   `prop_specs()`          extra free bodies (strike target, projectiles) -> `PropSpec` list
@@ -37,9 +39,12 @@ import torch
 from ase_humanoid.envs import observations as obs_fn
 from ase_humanoid.envs import terminations as term_fn
 from ase_humanoid.envs.config import HumanoidEnvConfig, env_config_from_dict
+from ase_humanoid.envs.reset_pool import DrawAhead
 from ase_humanoid.errors import ConfigError
 from ase_humanoid.robots.description import load_robot, load_robot_config, robot_names
 from ase_humanoid.robots.kinematics import (
+    ArticulationState,
+    articulation_state,
     body_state_from_qpos,
     dof_pos_to_local_rot,
     forward_kinematics,
@@ -77,20 +82,29 @@ class ResetPlan:
     """New humanoid states for envs being reset, with the AMP history each starts with.
 
     Envs being reset but left out of the plan (ASE recovery episodes) keep their state and
-    their AMP history.
+    their AMP history. `kinematics` (body states of `states`, computed where the states are
+    made, often in batches ahead of time) spares the simulator recomputing them; None: it does.
     """
 
     env_ids: torch.Tensor  # [n] long
     states: RobotStates  # [n]
     amp_history: torch.Tensor  # [n, steps, per_step], newest (the new state itself) first
+    kinematics: ArticulationState | None = None  # [n]
 
     @staticmethod
     def cat(plans: list["ResetPlan"]) -> "ResetPlan":
         non_empty = [p for p in plans if len(p.env_ids)]
         if len(non_empty) <= 1:  # nothing to concatenate (most steps reset envs of one kind)
             return non_empty[0] if non_empty else plans[0]
+        kinematics = None
+        if all(p.kinematics is not None for p in non_empty):
+            kinematics = ArticulationState.cat([p.kinematics for p in non_empty])
         return ResetPlan(torch.cat([p.env_ids for p in non_empty]), RobotStates.cat([p.states for p in non_empty]),
-                         torch.cat([p.amp_history for p in non_empty]))
+                         torch.cat([p.amp_history for p in non_empty]), kinematics)
+
+
+_STATE_FIELDS = ("root_pos", "root_rot", "root_lin_vel", "root_ang_vel", "dof_pos", "dof_vel")
+_KINEMATICS_FIELDS = ("body_pos", "body_rot", "body_lin_vel", "body_ang_vel", "joint_rot", "joint_vel")
 
 
 def make_config(config_class, cfg, overrides: Mapping[str, Any]):
@@ -167,7 +181,13 @@ class Humanoid:
         self.episode_return = torch.zeros(n, dtype=torch.float32, device=dev)
         self.terminated_buf = torch.zeros(n, dtype=torch.bool, device=dev)
         self.nonfinite_buf = torch.zeros(n, dtype=torch.bool, device=dev)
-        self.amp_history = torch.zeros(n, self.num_amp_obs_steps, self.num_amp_obs_per_step, device=dev)
+        # AMP frames as a ring over the step axis: each step writes one frame in place and the
+        # newest-first history is gathered once (no shifting copy of the whole history).
+        self.amp_frames = torch.zeros(n, self.num_amp_obs_steps, self.num_amp_obs_per_step, device=dev)
+        self.amp_newest = 0  # slot of amp_frames holding the newest frame
+        steps = self.num_amp_obs_steps
+        self._amp_slots = torch.tensor([[(newest - k) % steps for k in range(steps)] for newest in range(steps)],
+                                       dtype=torch.long, device=dev)  # [steps (newest), steps (age)]
         self.nonfinite_resets = 0  # cumulative count of envs reset for a non-finite state
         # PD targets of the last action (the humanoid holds its pose until the first action)
         self.pd_targets = torch.zeros(n, robot.num_dofs, device=dev)
@@ -176,8 +196,14 @@ class Humanoid:
         self.action_space = gymnasium.spaces.Box(-1.0, 1.0, (self.num_actions,), np.float32)
         self.amp_observation_space = gymnasium.spaces.Box(
             -np.inf, np.inf, (self.num_amp_obs_steps * self.num_amp_obs_per_step,), np.float32)
-        # The standing pose's AMP frame never changes: computed once for every Default reset.
-        self.default_amp_obs = self.amp_obs_from_states(self.default_states(1))  # [1, P]
+        # The standing pose's AMP frame and kinematics never change: computed once for every
+        # Default reset.
+        default = self.default_states(1)
+        self.default_amp_obs = self.amp_obs_from_states(default)  # [1, P]
+        self.default_kinematics = self.kinematics_of(default)  # [1]
+        self.reference_draws = None
+        if self.motion_lib is not None and self.cfg.reset_pool_size > 0:
+            self.reference_draws = DrawAhead(self._draw_reference_resets, self.cfg.reset_pool_size, self.device)
 
     def _termination_heights(self) -> torch.Tensor:
         """Per-body heights `[B]`; `termination_height` overrides the robot's default height."""
@@ -298,11 +324,11 @@ class Humanoid:
         self.terminated_buf = terminated
         self.nonfinite_buf = nonfinite
 
-        # A new tensor every step (info["amp_obs"] keeps it; resets replace rows out of place).
-        self.amp_history = torch.cat([amp_now.unsqueeze(1), self.amp_history[:, :-1]], dim=1)
+        self.amp_newest = (self.amp_newest + 1) % self.num_amp_obs_steps
+        self.amp_frames[:, self.amp_newest] = amp_now
         self.episode_return += reward
         info = {
-            "amp_obs": obs_fn.flatten_amp_history(self.amp_history),
+            "amp_obs": obs_fn.flatten_amp_history(self.amp_history),  # a new tensor
             "terminate": terminated,
             "nonfinite": nonfinite,
             "nonfinite_resets": self.nonfinite_resets,
@@ -330,6 +356,11 @@ class Humanoid:
         if self.step_callback is not None:
             self.step_callback()
         return obs, reward, terminated, truncated, info
+
+    @property
+    def amp_history(self) -> torch.Tensor:
+        """The AMP observation history `[N, steps, per_step]`, newest first (a new tensor)."""
+        return self.amp_frames.index_select(1, self._amp_slots[self.amp_newest])
 
     def fetch_amp_obs_demo(self, num_samples: int) -> torch.Tensor:
         """Demo AMP observations `[n, steps * per_step]` from the MotionLib (newest first).
@@ -383,16 +414,14 @@ class Humanoid:
     def amp_obs_from_sim(self, env_ids: torch.Tensor | None = None) -> torch.Tensor:
         """Current AMP observation step `[n, per_step]` from the simulator state."""
         s = self.sim.state
-        fields = (s.root_pos, s.root_rot, s.root_lin_vel, s.root_ang_vel, s.dof_pos, s.dof_vel)
+        fields = (s.root_pos, s.root_rot, s.root_lin_vel, s.root_ang_vel, s.joint_rot, s.joint_vel)
         key_pos = s.body_pos.index_select(1, self.key_body_ids)
         if env_ids is not None:
             fields = tuple(x[env_ids] for x in fields)
             key_pos = key_pos[env_ids]
-        root_pos, root_rot, root_lin_vel, root_ang_vel, dof_pos, dof_vel = fields
-        return obs_fn.amp_observation(root_pos, root_rot, root_lin_vel, root_ang_vel,
-                                      obs_fn.joint_rotations(self.robot, dof_pos),
-                                      joint_vel_from_dof_vel(self.robot, dof_pos, dof_vel), key_pos,
-                                      self.cfg.local_root_obs)
+        root_pos, root_rot, root_lin_vel, root_ang_vel, joint_rot, joint_vel = fields
+        return obs_fn.amp_observation(root_pos, root_rot, root_lin_vel, root_ang_vel, joint_rot, joint_vel,
+                                      key_pos, self.cfg.local_root_obs)
 
     def amp_obs_from_motion(self, motion_ids: torch.Tensor, times: torch.Tensor) -> torch.Tensor:
         """AMP observation steps `[n, per_step]` of the MotionLib's clips at `times [n]`.
@@ -460,7 +489,7 @@ class Humanoid:
         plan = self.plan_reset(env_ids)
         if len(plan.env_ids):
             # one state write for the whole batch: the backend refreshes its state once
-            self.sim.set_robot_state(plan.env_ids, *plan.states.as_tuple())
+            self.sim.set_robot_state(plan.env_ids, *plan.states.as_tuple(), kinematics=plan.kinematics)
         self._start_episodes(env_ids, plan)
 
     def plan_reset(self, env_ids: torch.Tensor) -> ResetPlan:
@@ -490,47 +519,73 @@ class Humanoid:
         """Every env in the standing pose; its AMP history repeats the pose's (constant) frame."""
         n = len(env_ids)
         history = self.default_amp_obs.unsqueeze(1).expand(n, self.num_amp_obs_steps, -1)
-        return ResetPlan(env_ids, self.default_states(n), history)
+        kinematics = ArticulationState(*(x.expand(n, *x.shape[1:]) for x in self.default_kinematics.as_tuple()))
+        return ResetPlan(env_ids, self.default_states(n), history, kinematics)
+
+    def kinematics_of(self, states: RobotStates) -> ArticulationState:
+        """Body states and joint quantities `[n]` the simulator will report for `states`."""
+        return articulation_state(self.robot, *states.as_tuple())
 
     def reference_plan(self, env_ids: torch.Tensor, random_time: bool = True,
                        motion_ids: torch.Tensor | None = None,
                        times: torch.Tensor | None = None) -> ResetPlan:
         """Reference-state init: clips sampled by weight (or `motion_ids`), at a uniform time
-        (`random_time`), t = 0, or `times`."""
+        (`random_time`), t = 0, or `times`. Sampled clips at random times come from the draws
+        made ahead (`reference_draws`) unless `reset_pool_size` is 0."""
         n = len(env_ids)
         motion_lib = self._require_motion_lib(f"state_init={self.cfg.state_init!r}")
-        if motion_ids is None:
-            motion_ids = (motion_lib.sample_motions(n, generator=self.generator) if n
-                          else torch.zeros(0, dtype=torch.long, device=self.device))
-        if times is None:
-            times = (motion_lib.sample_time(motion_ids, generator=self.generator) if random_time
-                     else torch.zeros(n, device=self.device))
+        if motion_ids is None and times is None and random_time and self.reference_draws is not None:
+            draws = self.reference_draws.take(n)
+        else:
+            if motion_ids is None:
+                motion_ids = (motion_lib.sample_motions(n, generator=self.generator) if n
+                              else torch.zeros(0, dtype=torch.long, device=self.device))
+            if times is None:
+                times = (motion_lib.sample_time(motion_ids, generator=self.generator) if random_time
+                         else torch.zeros(n, device=self.device))
+            draws = self._reference_resets(motion_ids, times)
+        states = RobotStates(*(draws[name] for name in _STATE_FIELDS))
+        kinematics = ArticulationState(*(draws[name] for name in _KINEMATICS_FIELDS))
+        return ResetPlan(env_ids, states, draws["amp_history"], kinematics)
+
+    def _draw_reference_resets(self, count: int) -> dict:
+        """`count` reference-state resets of clips sampled by weight at uniform random times."""
+        motion_lib = self._require_motion_lib("reference-state init")
+        motion_ids = motion_lib.sample_motions(count, generator=self.generator)
+        return self._reference_resets(motion_ids, motion_lib.sample_time(motion_ids, generator=self.generator))
+
+    def _reference_resets(self, motion_ids: torch.Tensor, times: torch.Tensor) -> dict:
+        """Reference states of clips `motion_ids [n]` at `times [n]`: the RobotStates and
+        ArticulationState fields `[n, ...]` and `amp_history [n, steps, per_step]`."""
+        n, steps = len(motion_ids), self.num_amp_obs_steps
         # One query for the initial state (k = 0) and the AMP history (k = 1 .. steps - 1).
-        steps = self.num_amp_obs_steps
         offsets = self.control_dt * torch.arange(steps, device=self.device, dtype=times.dtype)
-        ms = motion_lib.get_motion_state(motion_ids.repeat_interleave(steps),
-                                         (times.unsqueeze(-1) - offsets).reshape(-1), body_states=False)
+        ms = self.motion_lib.get_motion_state(motion_ids.repeat_interleave(steps),
+                                              (times.unsqueeze(-1) - offsets).reshape(-1), body_states=False)
         now = slice(None, None, steps)
         states = RobotStates(ms.root_pos[now], ms.root_rot[now], ms.root_lin_vel[now],
                              ms.root_ang_vel[now], ms.dof_pos[now], ms.dof_vel[now])
-        history = self.amp_obs_from_motion_state(ms).reshape(n, steps, self.num_amp_obs_per_step)
-        return ResetPlan(env_ids, states, history)
+        draws = dict(zip(_STATE_FIELDS, states.as_tuple()))
+        draws.update(zip(_KINEMATICS_FIELDS, self.kinematics_of(states).as_tuple()))
+        draws["amp_history"] = self.amp_obs_from_motion_state(ms).reshape(n, steps, self.num_amp_obs_per_step)
+        return draws
 
     def plan_from_states(self, env_ids: torch.Tensor, states: RobotStates,
-                         amp_obs: torch.Tensor | None = None) -> ResetPlan:
+                         amp_obs: torch.Tensor | None = None,
+                         kinematics: ArticulationState | None = None) -> ResetPlan:
         """A plan that sets `states` on `env_ids` with a history repeating their AMP frame
-        (`amp_obs [n, per_step]` when known, else computed from the states)."""
+        (`amp_obs [n, per_step]` and `kinematics` when known, else computed from the states)."""
         if amp_obs is None:
             amp_obs = self.amp_obs_from_states(states)
         history = amp_obs.unsqueeze(1).expand(-1, self.num_amp_obs_steps, -1)
-        return ResetPlan(env_ids, states, history)
+        return ResetPlan(env_ids, states, history, kinematics)
 
     def reset_reference(self, env_ids: torch.Tensor, motion_ids: torch.Tensor | None = None,
                         times: torch.Tensor | None = None) -> None:
         """Reset `env_ids` to reference states (sampled, or the given clips and times) now,
         AMP history included; e.g. to inspect or test a clip."""
         plan = self.reference_plan(env_ids, random_time=True, motion_ids=motion_ids, times=times)
-        self.sim.set_robot_state(plan.env_ids, *plan.states.as_tuple())
+        self.sim.set_robot_state(plan.env_ids, *plan.states.as_tuple(), kinematics=plan.kinematics)
         self._start_episodes(env_ids, plan)
 
     def _start_episodes(self, env_ids: torch.Tensor, plan: ResetPlan) -> None:
@@ -538,8 +593,9 @@ class Humanoid:
         self.episode_steps[env_ids] = 0
         self.episode_return[env_ids] = 0.0
         self.reset_task(env_ids)
-        if len(plan.env_ids):  # out of place: the step's info["amp_obs"] may hold the old tensor
-            self.amp_history = self.amp_history.index_copy(0, plan.env_ids, plan.amp_history.to(self.amp_history.dtype))
+        if len(plan.env_ids):
+            slots = self._amp_slots[self.amp_newest]
+            self.amp_frames[plan.env_ids.unsqueeze(1), slots.unsqueeze(0)] = plan.amp_history.to(self.amp_frames.dtype)
 
     # ---- helpers ------------------------------------------------------------------------------
 

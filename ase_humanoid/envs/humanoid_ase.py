@@ -44,7 +44,9 @@ class HumanoidASE(Humanoid):
         self.recovery_counter = torch.zeros(self.num_envs, dtype=torch.long, device=self.device)
         pool_size = self.cfg.fall_pool_size or max(self.num_envs, 64)
         self.fall_root_pos, self.fall_root_rot, self.fall_dof_pos = self._generate_fall_pool(pool_size)
-        self.fall_amp_obs = self.amp_obs_from_states(self._fall_states(torch.arange(self.fall_pool_size, device=self.device)))
+        fall_states = self._fall_states(torch.arange(self.fall_pool_size, device=self.device))
+        self.fall_amp_obs = self.amp_obs_from_states(fall_states)
+        self.fall_kinematics = self.kinematics_of(fall_states)
 
     def _generate_fall_pool(self, pool_size: int):
         """Simulate `pool_size` random falls in one batched run; returns root_pos [P, 3],
@@ -116,4 +118,5 @@ class HumanoidASE(Humanoid):
         """Random fall-pool states for `env_ids` (their AMP frames were computed with the pool)."""
         pick = torch.randint(0, self.fall_pool_size, (len(env_ids),), generator=self.generator,
                              device=self.device)
-        return self.plan_from_states(env_ids, self._fall_states(pick), self.fall_amp_obs[pick])
+        return self.plan_from_states(env_ids, self._fall_states(pick), self.fall_amp_obs[pick],
+                                     self.fall_kinematics.index_select(pick))

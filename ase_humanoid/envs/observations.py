@@ -24,6 +24,8 @@ AMP observation per step, J joint groups, D DoFs, K key bodies, size 13 + 6 J + 
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from ase_humanoid.robots.description import RobotDescription
@@ -52,34 +54,20 @@ def policy_observation(
 
     body_pos, body_lin_vel, body_ang_vel `[..., B, 3]`, body_rot `[..., B, 4]` (body 0 = root).
     """
-    root_pos = body_pos[..., 0, :]
-    root_rot = body_rot[..., 0, :]
-    heading_inv = rot.calc_heading_quat_inv(root_rot).unsqueeze(-2)  # [..., 1, 4]
-    num_bodies = body_pos.shape[-2]
-
-    # One rotation call for all vector quantities: relative positions, linear and angular velocity.
-    vectors = torch.cat([body_pos[..., 1:, :] - root_pos.unsqueeze(-2), body_lin_vel, body_ang_vel], dim=-2)
-    local_vectors = rot.quat_rotate(heading_inv, vectors)
-    local_pos = local_vectors[..., : num_bodies - 1, :]
-    local_lin_vel = local_vectors[..., num_bodies - 1 : 2 * num_bodies - 1, :]
-    local_ang_vel = local_vectors[..., 2 * num_bodies - 1 :, :]
-
-    local_rot = rot.quat_mul(heading_inv, body_rot)
-    if not local_root_obs:
-        local_rot = torch.cat([root_rot.unsqueeze(-2), local_rot[..., 1:, :]], dim=-2)
-    rot_obs = rot.quat_to_tan_norm(local_rot)  # [..., B, 6]
-
-    lead = body_pos.shape[:-2]
-    return torch.cat(
-        [
-            root_pos[..., 2:3],
-            local_pos.reshape(*lead, 3 * (num_bodies - 1)),
-            rot_obs.reshape(*lead, 6 * num_bodies),
-            local_lin_vel.reshape(*lead, 3 * num_bodies),
-            local_ang_vel.reshape(*lead, 3 * num_bodies),
-        ],
-        dim=-1,
-    )
+    lead, num_bodies = body_pos.shape[:-2], body_pos.shape[-2]
+    n = math.prod(lead)
+    body_pos, body_rot = body_pos.reshape(n, num_bodies, 3), body_rot.reshape(n, num_bodies, 4)
+    root_pos, root_rot = body_pos[:, 0], body_rot[:, 0]
+    # Removing the heading from a rotation turns its tangent and normal axes like any vector, so
+    # every term but the root height is a row of 3-vectors turned by one heading matrix per env:
+    # relative positions (B - 1), tangent/normal pairs (2 B), linear and angular velocities (B, B).
+    world_tan_norm = rot.quat_to_tan_norm(body_rot).reshape(n, 2 * num_bodies, 3)
+    vectors = torch.cat([body_pos[:, 1:] - root_pos.unsqueeze(1), world_tan_norm,
+                         body_lin_vel.reshape(n, num_bodies, 3), body_ang_vel.reshape(n, num_bodies, 3)], dim=1)
+    local = rot.matmul_exact(vectors, rot.heading_frame_matrix(root_rot))  # [n, 5 B - 1, 3]
+    if not local_root_obs:  # the root's own rotation keeps its heading
+        local[:, num_bodies - 1: num_bodies + 1] = world_tan_norm[:, :2]
+    return torch.cat([root_pos[:, 2:3], local.reshape(n, -1)], dim=-1).reshape(*lead, 15 * num_bodies - 2)
 
 
 def joint_rotations(robot: RobotDescription, dof_pos: torch.Tensor) -> torch.Tensor:
@@ -105,27 +93,27 @@ def amp_observation(
     joint_vel `[..., D]` (joint-velocity convention, see
     `robots.kinematics.joint_vel_from_dof_vel`), key_body_pos `[..., K, 3]` (world).
     """
-    heading_inv = rot.calc_heading_quat_inv(root_rot)  # [..., 4]
-    root_rot_obs = rot.quat_mul(heading_inv, root_rot) if local_root_obs else root_rot
-
-    vectors = torch.cat([root_lin_vel.unsqueeze(-2), root_ang_vel.unsqueeze(-2),
-                         key_body_pos - root_pos.unsqueeze(-2)], dim=-2)  # [..., 2 + K, 3]
-    local_vectors = rot.quat_rotate(heading_inv.unsqueeze(-2), vectors)
-
-    lead = root_pos.shape[:-1]
-    num_joints, num_keys = joint_rot.shape[-2], key_body_pos.shape[-2]
+    lead, num_joints, num_keys = root_pos.shape[:-1], joint_rot.shape[-2], key_body_pos.shape[-2]
+    n = math.prod(lead)
+    root_pos, root_rot = root_pos.reshape(n, 3), root_rot.reshape(n, 4)
+    # As in policy_observation: the root's tangent/normal, velocities and key-body positions are
+    # rows of 3-vectors turned into the heading frame by one matrix per env.
+    root_tan_norm = rot.quat_to_tan_norm(root_rot).reshape(n, 2, 3)
+    vectors = torch.cat([root_tan_norm, root_lin_vel.reshape(n, 1, 3), root_ang_vel.reshape(n, 1, 3),
+                         key_body_pos.reshape(n, num_keys, 3) - root_pos.unsqueeze(1)], dim=1)
+    local = rot.matmul_exact(vectors, rot.heading_frame_matrix(root_rot))  # [n, 4 + K, 3]
+    if not local_root_obs:  # the root rotation keeps its heading
+        local[:, :2] = root_tan_norm
     return torch.cat(
         [
-            root_pos[..., 2:3],
-            rot.quat_to_tan_norm(root_rot_obs),
-            local_vectors[..., 0, :],
-            local_vectors[..., 1, :],
-            rot.quat_to_tan_norm(joint_rot).reshape(*lead, 6 * num_joints),
-            joint_vel,
-            local_vectors[..., 2:, :].reshape(*lead, 3 * num_keys),
+            root_pos[:, 2:3],
+            local[:, :4].reshape(n, 12),
+            rot.quat_to_tan_norm(joint_rot.reshape(n, num_joints, 4)).reshape(n, 6 * num_joints),
+            joint_vel.reshape(n, -1),
+            local[:, 4:].reshape(n, 3 * num_keys),
         ],
         dim=-1,
-    )
+    ).reshape(*lead, -1)
 
 
 def flatten_amp_history(history: torch.Tensor) -> torch.Tensor:

@@ -83,6 +83,11 @@ class SimState:
     body_lin_vel: torch.Tensor  # [N, B, 3]
     body_ang_vel: torch.Tensor  # [N, B, 3]
     contact_forces: torch.Tensor  # [N, B, 3]
+    # Local rotation of each joint group (robot.dof_body_ids order) and joint velocities (see
+    # `robots.kinematics.joint_vel_from_dof_vel`): by-products of the body kinematics the AMP
+    # observation needs.
+    joint_rot: torch.Tensor  # [N, J, 4] xyzw
+    joint_vel: torch.Tensor  # [N, D]
 
 
 @dataclass
@@ -122,6 +127,7 @@ class SimBackend(abc.ABC):
         root_ang_vel: torch.Tensor,
         dof_pos: torch.Tensor,
         dof_vel: torch.Tensor,
+        kinematics=None,
     ) -> None:
         """Teleport the humanoid of worlds `env_ids` (LongTensor [n] or bool mask [N]).
 
@@ -129,6 +135,10 @@ class SimBackend(abc.ABC):
         (world frame), dof_pos [n,D], dof_vel [n,D]. Afterwards `state` returns exactly these
         values for those worlds (body states recomputed from them); solver warm starts of those
         worlds are cleared, and a world whose state had become non-finite is fully repaired.
+
+        `kinematics`: optionally the `ArticulationState` of exactly these states, as
+        `robots.kinematics.articulation_state` computes it (reset plans make it in batches
+        ahead of time); the backend then uses it instead of recomputing the body states.
         """
 
     @abc.abstractmethod
@@ -262,17 +272,34 @@ def make_sim_state(robot, root_pos, root_rot, root_lin_vel, root_ang_vel, dof_po
                    contact_forces) -> SimState:
     """SimState with body states computed from the root and DoF state by the robot's kinematics,
     so every backend reports bodies exactly consistent with its joint state."""
-    from ase_humanoid.robots.kinematics import body_state_from_qpos
+    from ase_humanoid.robots.kinematics import articulation_state
 
-    body_pos, body_rot, body_lin_vel, body_ang_vel = body_state_from_qpos(
-        robot, root_pos, root_rot, root_lin_vel, root_ang_vel, dof_pos, dof_vel
-    )
-    return SimState(
-        root_pos=root_pos, root_rot=root_rot, root_lin_vel=root_lin_vel,
-        root_ang_vel=root_ang_vel, dof_pos=dof_pos, dof_vel=dof_vel,
-        body_pos=body_pos, body_rot=body_rot, body_lin_vel=body_lin_vel,
-        body_ang_vel=body_ang_vel, contact_forces=contact_forces,
-    )
+    kinematics = articulation_state(robot, root_pos, root_rot, root_lin_vel, root_ang_vel, dof_pos, dof_vel)
+    return SimState(root_pos, root_rot, root_lin_vel, root_ang_vel, dof_pos, dof_vel,
+                    *kinematics.bodies(), contact_forces=contact_forces, joint_rot=kinematics.joint_rot,
+                    joint_vel=kinematics.joint_vel)
+
+
+def sim_state_after_write(robot, old: SimState, ids: torch.Tensor, root_pos, root_rot, root_lin_vel,
+                          root_ang_vel, dof_pos, dof_vel, kinematics=None) -> SimState:
+    """A new SimState snapshot: `old` with rows `ids` (a long tensor on old's device) holding the
+    written humanoid states verbatim (exact round trip), their kinematics (`kinematics` when
+    given, else computed for these rows only) and no contact (none solved for the new pose yet)."""
+    from ase_humanoid.robots.kinematics import articulation_state
+
+    new_root = [x.detach().to(old.root_pos.device, old.root_pos.dtype)
+                for x in (root_pos, root_rot, root_lin_vel, root_ang_vel, dof_pos, dof_vel)]
+    if kinematics is None:
+        kinematics = articulation_state(robot, *new_root)
+    olds = (old.root_pos, old.root_rot, old.root_lin_vel, old.root_ang_vel, old.dof_pos, old.dof_vel,
+            old.body_pos, old.body_rot, old.body_lin_vel, old.body_ang_vel, old.joint_rot, old.joint_vel)
+    news = (*new_root, *kinematics.bodies(), kinematics.joint_rot, kinematics.joint_vel)
+    (root_pos, root_rot, root_lin_vel, root_ang_vel, dof_pos, dof_vel, body_pos, body_rot, body_lin_vel,
+     body_ang_vel, joint_rot, joint_vel) = (current.index_copy(0, ids, new.to(current.device, current.dtype))
+                                            for current, new in zip(olds, news))
+    return SimState(root_pos, root_rot, root_lin_vel, root_ang_vel, dof_pos, dof_vel, body_pos, body_rot,
+                    body_lin_vel, body_ang_vel, contact_forces=old.contact_forces.index_fill(0, ids, 0.0),
+                    joint_rot=joint_rot, joint_vel=joint_vel)
 
 
 def resolve_env_ids(env_ids, num_envs: int) -> torch.Tensor:

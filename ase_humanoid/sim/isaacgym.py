@@ -59,6 +59,7 @@ from ase_humanoid.sim.base import (
     make_sim_state,
     prop_state_after_write,
     resolve_env_ids,
+    sim_state_after_write,
 )
 from ase_humanoid.sim.scene import build_scene
 from ase_humanoid.utils.rotations import quat_conjugate, quat_mul
@@ -324,7 +325,7 @@ class IsaacGymBackend(SimBackend):
         self._pending_actor_ids.append(self._actor_ids[ids, column])
 
     def set_robot_state(self, env_ids, root_pos, root_rot, root_lin_vel, root_ang_vel, dof_pos,
-                        dof_vel) -> None:
+                        dof_vel, kinematics=None) -> None:
         ids = self._env_ids(env_ids)
         n, num_dofs = ids.numel(), self.robot.num_dofs
         root_pos, root_rot, root_lin_vel, root_ang_vel, dof_pos, dof_vel = check_robot_state_shapes(
@@ -338,18 +339,10 @@ class IsaacGymBackend(SimBackend):
         self._pending_dof_ids.append(self._actor_ids[ids, 0])
         self._contact_view[ids] = 0.0  # nothing solved for the new pose yet
 
-        # New snapshot: the set values verbatim for `ids` (exact round trip; the tensors hold
-        # them shifted by the env origins), bodies recomputed.
-        old = self._sim_state
-
-        def put(current, new):
-            return current.index_copy(0, ids, new.detach().to(self.device, torch.float32))
-
-        new_root = [put(old.root_pos, root_pos), put(old.root_rot, root_rot),
-                    put(old.root_lin_vel, root_lin_vel), put(old.root_ang_vel, root_ang_vel),
-                    put(old.dof_pos, dof_pos), put(old.dof_vel, dof_vel)]
-        contact = old.contact_forces.index_fill(0, ids, 0.0)
-        self._sim_state = make_sim_state(self.robot, *new_root, contact)
+        # New snapshot: the set values verbatim for `ids` (exact round trip), their bodies'
+        # kinematics given or computed for these rows only.
+        self._sim_state = sim_state_after_write(self.robot, self._sim_state, ids, root_pos, root_rot,
+                                                root_lin_vel, root_ang_vel, dof_pos, dof_vel, kinematics)
 
     def set_prop_state(self, name, env_ids, pos, rot, lin_vel, ang_vel) -> None:
         self._check_prop_name(name)

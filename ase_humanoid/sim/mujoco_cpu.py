@@ -32,7 +32,7 @@ import mujoco.rollout
 import torch
 
 from ase_humanoid.errors import ModelError
-from ase_humanoid.robots.kinematics import body_state_from_qpos
+from ase_humanoid.robots.kinematics import articulation_state
 from ase_humanoid.sim.base import (
     PHYSICS_DT,
     PropState,
@@ -43,6 +43,7 @@ from ase_humanoid.sim.base import (
     check_shape,
     prop_state_after_write,
     resolve_env_ids,
+    sim_state_after_write,
 )
 from ase_humanoid.sim.scene import build_scene
 from ase_humanoid.utils.rotations import quat_rotate, quat_rotate_inverse
@@ -218,10 +219,11 @@ class MujocoCpuBackend(SimBackend):
         dof_pos = self._convert(state[:, self._dof_pos_cols])
         dof_vel = self._convert(state[:, self._dof_vel_cols])
         contact = -self._convert(sensors[:, self._body_contact_cols])
-        bodies = body_state_from_qpos(self.robot, *root, dof_pos, dof_vel)
+        kinematics = articulation_state(self.robot, *root, dof_pos, dof_vel)
         self._sim_state = SimState(
-            *root, dof_pos, dof_vel, *bodies,
+            *root, dof_pos, dof_vel, *kinematics.bodies(),
             contact_forces=contact.reshape(self.num_envs, self.robot.num_bodies, 3),
+            joint_rot=kinematics.joint_rot, joint_vel=kinematics.joint_vel,
         )
         self._refresh_props(state, sensors)
 
@@ -273,7 +275,7 @@ class MujocoCpuBackend(SimBackend):
         self._put(ids, ang_cols, quat_rotate_inverse(rot64, ang_vel.detach().to("cpu", torch.float64)))
 
     def set_robot_state(self, env_ids, root_pos, root_rot, root_lin_vel, root_ang_vel, dof_pos,
-                        dof_vel) -> None:
+                        dof_vel, kinematics=None) -> None:
         ids_t = resolve_env_ids(env_ids, self.num_envs)
         n, num_dofs = ids_t.numel(), self.robot.num_dofs
         root_pos, root_rot, root_lin_vel, root_ang_vel, dof_pos, dof_vel = check_robot_state_shapes(
@@ -291,19 +293,8 @@ class MujocoCpuBackend(SimBackend):
         else:
             self._sensordata[np.ix_(ids, self._body_contact_cols)] = 0.0
 
-        # New snapshot: the set values verbatim for `ids` (exact round trip); body states are
-        # computed for these worlds only, every other world keeps its rows.
-        old = self._sim_state
-        dev_ids = ids_t.to(self.device)
-        new_root = [x.detach().to(self.device, self.dtype)
-                    for x in (root_pos, root_rot, root_lin_vel, root_ang_vel, dof_pos, dof_vel)]
-        bodies = body_state_from_qpos(self.robot, *new_root)
-        olds = (old.root_pos, old.root_rot, old.root_lin_vel, old.root_ang_vel, old.dof_pos,
-                old.dof_vel, old.body_pos, old.body_rot, old.body_lin_vel, old.body_ang_vel)
-        self._sim_state = SimState(
-            *(current.index_copy(0, dev_ids, new) for current, new in zip(olds, (*new_root, *bodies))),
-            contact_forces=old.contact_forces.index_fill(0, dev_ids, 0.0),
-        )
+        self._sim_state = sim_state_after_write(self.robot, self._sim_state, ids_t.to(self.device), root_pos,
+                                                root_rot, root_lin_vel, root_ang_vel, dof_pos, dof_vel, kinematics)
         if repaired:  # their props went back to the default state too
             self._refresh_props()
 

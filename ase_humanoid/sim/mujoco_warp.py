@@ -73,6 +73,7 @@ from ase_humanoid.sim.base import (
     check_shape,
     make_sim_state,
     resolve_env_ids,
+    sim_state_after_write,
 )
 from ase_humanoid.sim.scene import build_scene
 from ase_humanoid.utils.rotations import quat_rotate, quat_rotate_inverse
@@ -389,7 +390,7 @@ class MujocoWarpBackend(SimBackend):
         self._qvel[rows, ang_cols] = quat_rotate_inverse(rot, self._as_f32(ang_vel))
 
     def set_robot_state(self, env_ids, root_pos, root_rot, root_lin_vel, root_ang_vel, dof_pos,
-                        dof_vel) -> None:
+                        dof_vel, kinematics=None) -> None:
         ids = self._device_env_ids(env_ids)
         n, num_dofs = ids.numel(), self.robot.num_dofs
         root_pos, root_rot, root_lin_vel, root_ang_vel, dof_pos, dof_vel = check_robot_state_shapes(
@@ -402,17 +403,10 @@ class MujocoWarpBackend(SimBackend):
         self._qvel[ids[:, None], self._dof_vel_cols] = self._as_f32(dof_vel)
         self._sensordata[ids] = 0.0  # no contact has been solved for the new pose yet
 
-        # New snapshot: the set values verbatim for `ids` (exact round trip), bodies recomputed.
-        old = self._sim_state
-
-        def put(current, new):
-            return current.index_copy(0, ids, self._as_f32(new))
-
-        new_root = [put(old.root_pos, root_pos), put(old.root_rot, root_rot),
-                    put(old.root_lin_vel, root_lin_vel), put(old.root_ang_vel, root_ang_vel),
-                    put(old.dof_pos, dof_pos), put(old.dof_vel, dof_vel)]
-        contact = old.contact_forces.index_fill(0, ids, 0.0)
-        self._sim_state = make_sim_state(self.robot, *new_root, contact)
+        # New snapshot: the set values verbatim for `ids` (exact round trip), their bodies'
+        # kinematics given or computed for these rows only.
+        self._sim_state = sim_state_after_write(self.robot, self._sim_state, ids, root_pos, root_rot,
+                                                root_lin_vel, root_ang_vel, dof_pos, dof_vel, kinematics)
         # Repaired worlds may have had their props reset too.
         self._prop_states = {name: self._read_prop(name) for name in self.prop_names}
 

@@ -35,40 +35,70 @@ def quat_inverse(q: torch.Tensor) -> torch.Tensor:
     return quat_conjugate(q) / (q * q).sum(dim=-1, keepdim=True).clamp_min(_EPS)
 
 
-# Hamilton product as 16 products a[i] b[j] (term-major: row k holds the k-th term of each of the
-# x, y, z, w components) with signs, summed left to right in the written-out order below.
-_MUL_TERMS = (  # (i, j, sign) per component, terms in order
-    ((3, 0, 1.0), (0, 3, 1.0), (1, 2, 1.0), (2, 1, -1.0)),
-    ((3, 1, 1.0), (0, 2, -1.0), (1, 3, 1.0), (2, 0, 1.0)),
-    ((3, 2, 1.0), (0, 1, 1.0), (1, 0, -1.0), (2, 3, 1.0)),
-    ((3, 3, 1.0), (0, 0, -1.0), (1, 1, -1.0), (2, 2, -1.0)),
+def matmul_exact(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """`a @ b` (`[..., m, k] @ [..., k, p]`) with full float32 products, for geometry.
+
+    On the CPU at the default matmul precision this is one BLAS call, the fastest way to do many
+    tiny sums of products. Elsewhere (GPUs may use TF32, ~1e-3 relative error, when a training
+    script allows it) it is a broadcast multiply and sum, which is exact at any setting.
+    """
+    if a.device.type == "cpu" and torch.get_float32_matmul_precision() == "highest":
+        return a @ b
+    return (a.unsqueeze(-1) * b.unsqueeze(-3)).sum(-2)
+
+
+def _quadratic_form_table(entries, dtype, device) -> torch.Tensor:
+    """`[16, K]` table T with (q q^T).flatten() @ T = the K quadratic forms `entries` of q (each a
+    list of (i, j, coefficient) terms of q_i q_j)."""
+    table = torch.zeros(16, len(entries), dtype=dtype, device=device)
+    for k, terms in enumerate(entries):
+        for i, j, coefficient in terms:
+            table[4 * i + j, k] += coefficient
+    return table
+
+
+_X, _Y, _Z, _W = range(4)
+# Hamilton product a * b: component k is the sum over (i, j, sign) of sign a[i] b[j].
+_MUL_TERMS = (
+    ((_W, _X, 1.0), (_X, _W, 1.0), (_Y, _Z, 1.0), (_Z, _Y, -1.0)),
+    ((_W, _Y, 1.0), (_X, _Z, -1.0), (_Y, _W, 1.0), (_Z, _X, 1.0)),
+    ((_W, _Z, 1.0), (_X, _Y, 1.0), (_Y, _X, -1.0), (_Z, _W, 1.0)),
+    ((_W, _W, 1.0), (_X, _X, -1.0), (_Y, _Y, -1.0), (_Z, _Z, -1.0)),
 )
-# Below this many quaternions the gathered form (8 ops) beats the written-out one (~30 ops on
-# strided components); above it the 4x wider gathered tensors cost more than the op count saves.
-_MUL_GATHER_MAX = 2048
-_mul_tables_cache: dict = {}
+# The rotated x axis (tangent) and z axis (normal) of a unit quaternion as quadratic forms:
+# the first and third columns of its rotation matrix.
+_TAN_NORM_TERMS = (
+    ((_W, _W, 1.0), (_X, _X, 1.0), (_Y, _Y, -1.0), (_Z, _Z, -1.0)),
+    ((_X, _Y, 2.0), (_W, _Z, 2.0)),
+    ((_X, _Z, 2.0), (_W, _Y, -2.0)),
+    ((_X, _Z, 2.0), (_W, _Y, 2.0)),
+    ((_Y, _Z, 2.0), (_W, _X, -2.0)),
+    ((_W, _W, 1.0), (_X, _X, -1.0), (_Y, _Y, -1.0), (_Z, _Z, 1.0)),
+)
+# Up to this many quaternions the product is one outer product and one small matmul (2 ops);
+# above it the 4x wider outer products cost more than the ~30 elementwise ops they save.
+_MUL_MATMUL_MAX = 4096
+_tables_cache: dict = {}
 
 
-def _mul_tables(dtype, device):
-    key = (dtype, device)
-    tables = _mul_tables_cache.get(key)
-    if tables is None:
-        terms = [[_MUL_TERMS[c][k] for c in range(4)] for k in range(4)]
-        tables = (torch.tensor([t[0] for row in terms for t in row], device=device),
-                  torch.tensor([t[1] for row in terms for t in row], device=device),
-                  torch.tensor([[t[2] for t in row] for row in terms], dtype=dtype, device=device))
-        _mul_tables_cache[key] = tables
-    return tables
+def _table(name: str, dtype, device) -> torch.Tensor:
+    key = (name, dtype, device)
+    table = _tables_cache.get(key)
+    if table is None:
+        entries = {"mul": _MUL_TERMS, "tan_norm": _TAN_NORM_TERMS}[name]
+        table = _tables_cache[key] = _quadratic_form_table(entries, dtype, device)
+    return table
+
+
+def _outer(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """`[..., 16]`: a[i] b[j] at 4 i + j (broadcast over leading dims)."""
+    return (a.unsqueeze(-1) * b.unsqueeze(-2)).flatten(-2)
 
 
 def quat_mul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """Hamilton product a * b: rotating by the result applies b first, then a."""
-    if a.dtype == b.dtype and max(a.numel(), b.numel()) <= 4 * _MUL_GATHER_MAX:
-        # Same products and the same left-to-right sums (x - y == x + (-y) exactly), so the
-        # result is bitwise that of the written-out form below, in a quarter of the ops.
-        a_idx, b_idx, signs = _mul_tables(a.dtype, a.device)
-        terms = (a.index_select(-1, a_idx) * b.index_select(-1, b_idx)).unflatten(-1, (4, 4)) * signs
-        return (terms[..., 0, :] + terms[..., 1, :]).add_(terms[..., 2, :]).add_(terms[..., 3, :])
+    if a.dtype == b.dtype and max(a.numel(), b.numel()) <= 4 * _MUL_MATMUL_MAX:
+        return matmul_exact(_outer(a, b).unsqueeze(-2), _table("mul", a.dtype, a.device)).squeeze(-2)
     ax, ay, az, aw = a.unbind(-1)
     bx, by, bz, bw = b.unbind(-1)
     return torch.stack(
@@ -173,10 +203,30 @@ def matrix_to_quat(m: torch.Tensor) -> torch.Tensor:
 
 
 def quat_to_tan_norm(q: torch.Tensor) -> torch.Tensor:
-    """6D rotation encoding `[..., 6]`: the rotated x axis (tangent) and z axis (normal)."""
-    # Both axes in one rotation call: [..., 1, 4] against [2, 3] references.
-    axes = torch.tensor([[1.0, 0.0, 0.0], [0.0, 0.0, 1.0]], dtype=q.dtype, device=q.device)
-    return quat_rotate(q.unsqueeze(-2), axes).flatten(-2)
+    """6D rotation encoding `[..., 6]` of unit quaternions: the rotated x axis (tangent) and z
+    axis (normal), as quadratic forms of q (one outer product and one small matmul)."""
+    return matmul_exact(_outer(q, q).unsqueeze(-2), _table("tan_norm", q.dtype, q.device)).squeeze(-2)
+
+
+def heading_frame_matrix(q: torch.Tensor) -> torch.Tensor:
+    """`[..., 3, 3]` matrix M with `v @ M` = row vectors `v [..., k, 3]` (world frame) in the
+    heading frame of q: the rotation `calc_heading_quat_inv(q)` applies, as a matrix, so that
+    many vectors per quaternion take one small matmul.
+
+    The heading direction is the rotated x axis projected on the ground plane; when it has no
+    ground-plane length (x axis vertical) the heading is 0, as atan2(0, 0) gives in calc_heading.
+    """
+    x, y, z, w = q.unbind(-1)
+    # First two components of the rotated x axis (the tangent of quat_to_tan_norm).
+    hx = w * w + x * x - y * y - z * z
+    hy = 2.0 * (x * y + w * z)
+    length = torch.sqrt(hx * hx + hy * hy)
+    flat = length < 1e-12
+    cos = torch.where(flat, torch.ones_like(hx), hx / length.clamp_min(1e-12))
+    sin = torch.where(flat, torch.zeros_like(hy), hy / length.clamp_min(1e-12))
+    zero, one = torch.zeros_like(cos), torch.ones_like(cos)
+    # v' = Rz(-heading) v for column vectors; for row vectors v' = v Rz(-heading)^T = v Rz(heading).
+    return torch.stack([cos, -sin, zero, sin, cos, zero, zero, zero, one], dim=-1).unflatten(-1, (3, 3))
 
 
 def calc_heading(q: torch.Tensor) -> torch.Tensor:
