@@ -15,6 +15,12 @@ from dataclasses import dataclass
 
 import torch
 
+from ase_humanoid.robots.articulation import (  # noqa: F401  (re-exported: the one-pass kinematics)
+    ArticulationState,
+    _broadcast_lead,
+    articulation_state,
+    body_state_from_qpos,
+)
 from ase_humanoid.robots.description import RobotDescription
 from ase_humanoid.utils import rotations as rot
 
@@ -76,14 +82,6 @@ def tree_levels(parent_indices, device=None) -> TreeLevels:
     """The depth levels of the tree `parent_indices [B]` (cached per tree and device)."""
     parents = tuple(int(p) for p in torch.as_tensor(parent_indices).tolist())
     return _tree_levels_cached(parents, str(torch.device("cpu" if device is None else device)))
-
-
-def _broadcast_lead(*tensors: torch.Tensor) -> torch.Size:
-    """Broadcast shape of the tensors' leading dims (all but the last); fast when they agree."""
-    lead = tensors[0].shape[:-1]
-    if all(t.shape[:-1] == lead for t in tensors[1:]):
-        return lead
-    return torch.broadcast_shapes(*(t.shape[:-1] for t in tensors))
 
 
 def _to_level_order(x: torch.Tensor, levels: TreeLevels) -> torch.Tensor:
@@ -301,191 +299,6 @@ def _joint_local_ang_vel(robot: RobotDescription, dof_pos: torch.Tensor, dof_vel
         axes = robot.dof_axes.to(dtype=dtype, device=device).index_select(0, hinge)
         parts.append(dof_vel.index_select(-1, hinge).unsqueeze(-1) * axes)
     return torch.cat(parts, dim=-2)
-
-
-@dataclass(frozen=True)
-class _AncestorMatrices:
-    """Sums over ancestors as matrix products (see `articulation_state`). Columns in level order.
-
-    ancestors      [B, B] body order x level order: 1 where column body is the row body or one
-                   of its ancestors (root included)
-    non_root       [B, B - 1] the same without the root column
-    parent_rows    [B - 1] level-order row of the parent of each non-root body (level order)
-    joint_rows     [B] per body in level order, its row in `_joint_local_rot`'s output
-    """
-
-    ancestors: torch.Tensor
-    non_root: torch.Tensor
-    parent_rows: torch.Tensor
-    joint_rows: torch.Tensor
-
-
-@functools.lru_cache(maxsize=64)
-def _ancestor_matrices(parents: tuple, spherical_bodies: tuple, hinge_bodies: tuple, device: str,
-                       dtype: torch.dtype) -> _AncestorMatrices:
-    levels = _tree_levels_cached(parents, device)
-    order = levels.order.tolist()
-    slot = {b: i for i, b in enumerate(order)}
-    ancestors = torch.zeros(len(parents), len(parents), dtype=dtype)
-    for b in range(len(parents)):
-        a = b
-        while a != -1:
-            ancestors[b, slot[a]] = 1.0
-            a = parents[a]
-    return _AncestorMatrices(
-        ancestors=ancestors.to(device),
-        non_root=ancestors[:, 1:].contiguous().to(device),
-        parent_rows=torch.tensor([slot[parents[b]] for b in order[1:]], dtype=torch.long, device=device),
-        joint_rows=_joint_rows_cached(tuple(order), spherical_bodies, hinge_bodies, device),
-    )
-
-
-@dataclass
-class ArticulationState:
-    """Everything the observations need from a humanoid state, computed in one pass.
-
-    body_pos, body_lin_vel, body_ang_vel `[..., B, 3]` and body_rot `[..., B, 4]`: world frame,
-    at each body origin (as MuJoCo reports them); joint_rot `[..., J, 4]`: local rotation of each
-    joint group (`robot.dof_body_ids` order); joint_vel `[..., D]`: joint velocities
-    (`joint_vel_from_dof_vel`).
-    """
-
-    body_pos: torch.Tensor
-    body_rot: torch.Tensor
-    body_lin_vel: torch.Tensor
-    body_ang_vel: torch.Tensor
-    joint_rot: torch.Tensor
-    joint_vel: torch.Tensor
-
-    def bodies(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-        return self.body_pos, self.body_rot, self.body_lin_vel, self.body_ang_vel
-
-    def as_tuple(self) -> tuple:
-        return (self.body_pos, self.body_rot, self.body_lin_vel, self.body_ang_vel, self.joint_rot,
-                self.joint_vel)
-
-    def index_select(self, ids: torch.Tensor) -> "ArticulationState":
-        """Rows `ids` of the leading dimension."""
-        return ArticulationState(*(x.index_select(0, ids) for x in self.as_tuple()))
-
-    @staticmethod
-    def cat(states: list["ArticulationState"]) -> "ArticulationState":
-        return ArticulationState(*(torch.cat(parts, dim=0) for parts in zip(*(s.as_tuple() for s in states))))
-
-
-def articulation_state(
-    robot: RobotDescription,
-    root_pos: torch.Tensor,
-    root_rot: torch.Tensor,
-    root_lin_vel: torch.Tensor,
-    root_ang_vel: torch.Tensor,
-    dof_pos: torch.Tensor,
-    dof_vel: torch.Tensor,
-) -> ArticulationState:
-    """World body states and local joint rotations / velocities from root and DoF state.
-
-    root_pos, root_lin_vel, root_ang_vel [..., 3] (world frame, at the root origin), root_rot
-    [..., 4], dof_pos, dof_vel [..., D]. Body states equal MuJoCo's own kinematics.
-
-    Only the chain of world rotations walks the tree level by level; every sum along a body's
-    ancestors is one product with a constant 0/1 ancestor matrix on body-major tensors
-    `[B, n * 3]`: relative positions p_b = sum_j R_parent(j) offset_j, angular velocities
-    w_b = sum_j w_j (w_j = the world-frame rate of joint j, the root's own for the root), and
-    linear velocities v_b = v_root + sum_j w_j x (p_b - p_j) = v_root + w_b x p_b - sum_j w_j x p_j
-    (hinges sit at body origins; positions relative to the root keep the terms small).
-    """
-    device, dtype = dof_pos.device, dof_pos.dtype
-    levels = tree_levels(robot.parent_indices, device)
-    mats = _ancestor_matrices(tuple(int(p) for p in robot.parent_indices.tolist()),
-                              tuple(robot.spherical_body_ids.tolist()), tuple(robot.hinge_body_ids.tolist()),
-                              str(device), dtype)
-    lead = _broadcast_lead(root_pos, root_rot, root_lin_vel, root_ang_vel, dof_pos, dof_vel)
-    n, num_dofs, num_bodies = math.prod(lead), robot.num_dofs, robot.num_bodies
-
-    def flat(x, k):
-        return x.expand(*lead, k).reshape(n, k)
-
-    dof_pos, dof_vel = flat(dof_pos, num_dofs), flat(dof_vel, num_dofs)
-    root_rot = flat(root_rot, 4)
-    joint_local_rot = _joint_local_rot(robot, dof_pos)  # [n, 1 + S + H, 4]
-    joint_local_vel, joint_vel = _joint_local_ang_vel_and_joint_vel(robot, dof_pos, dof_vel)
-
-    # World rotations, body-major in level order [B, n, 4], one depth level at a time.
-    local_rot = joint_local_rot.transpose(0, 1).index_select(0, mats.joint_rows)
-    level_rot = rot.quat_mul(root_rot, local_rot[0]).unsqueeze(0)
-    all_rot = [level_rot]
-    for (start, stop), parent_rows in zip(levels.level_rows[1:], levels.parent_rows):
-        level_rot = rot.quat_mul(_parents(level_rot, parent_rows), local_rot[start:stop])
-        all_rot.append(level_rot)
-    body_rot = torch.cat(all_rot, dim=0)  # [B, n, 4] level order
-
-    # One rotation call: each non-root body's offset by its parent's rotation, each body's joint
-    # rate (in its own frame) by its own rotation.
-    offsets = robot.local_translation.to(dtype=dtype, device=device).index_select(0, levels.order)[1:]
-    local_rates = joint_local_vel.transpose(0, 1).index_select(0, mats.joint_rows)  # [B, n, 3]
-    rotated = rot.quat_rotate(torch.cat([body_rot.index_select(0, mats.parent_rows), body_rot]),
-                              torch.cat([offsets.unsqueeze(1).expand(-1, n, -1), local_rates]))
-    world_offsets, joint_rates = rotated[: num_bodies - 1], rotated[num_bodies - 1:]
-    joint_rates[0] = flat(root_ang_vel, 3)  # the root's rate is its own angular velocity
-
-    def ancestor_sum(matrix, x):  # [B, K] @ [K, n, 3] -> [B, n, 3], rows in body order
-        return (matrix @ x.reshape(x.shape[0], 3 * n)).view(num_bodies, n, 3)
-
-    rel_pos = ancestor_sum(mats.non_root, world_offsets)  # relative to the root, body order
-    rel_pos_level = rel_pos.index_select(0, levels.order)
-    body_ang_vel = ancestor_sum(mats.ancestors, joint_rates)
-    body_lin_vel = (flat(root_lin_vel, 3) + torch.linalg.cross(body_ang_vel, rel_pos, dim=-1)
-                    - ancestor_sum(mats.ancestors, torch.linalg.cross(joint_rates, rel_pos_level, dim=-1)))
-    body_pos = rel_pos + flat(root_pos, 3)
-
-    def env_major(x):  # [B, n, k] body order -> [*lead, B, k] (a transposed view)
-        return x.transpose(0, 1).reshape(*lead, num_bodies, x.shape[-1])
-
-    joint_rot = joint_local_rot.index_select(-2, _joint_rows(robot, robot.dof_body_ids, device))
-    return ArticulationState(
-        body_pos=env_major(body_pos),
-        body_rot=_from_level_order(body_rot, levels, lead),
-        body_lin_vel=env_major(body_lin_vel),
-        body_ang_vel=env_major(body_ang_vel),
-        joint_rot=joint_rot.reshape(*lead, *joint_rot.shape[-2:]),
-        joint_vel=joint_vel.reshape(*lead, num_dofs),
-    )
-
-
-def _joint_local_ang_vel_and_joint_vel(robot: RobotDescription, dof_pos: torch.Tensor, dof_vel: torch.Tensor):
-    """Relative angular velocities [n, 1 + S + H, 3] in the rows of `_joint_local_rot` and the
-    joint velocities [n, D] (`joint_vel_from_dof_vel`), sharing the spherical groups' work."""
-    device, dtype = dof_vel.device, dof_vel.dtype
-    parts = [torch.zeros(dof_vel.shape[0], 1, 3, dtype=dtype, device=device)]
-    joint_vel = dof_vel
-    sph = robot.spherical_dof_ids.to(device)
-    if sph.numel():
-        sph_vel = _spherical_joint_vel(sph, dof_pos, dof_vel)  # [n, S, 3]
-        parts.append(sph_vel)
-        joint_vel = dof_vel.index_copy(-1, sph.flatten(), sph_vel.flatten(-2))
-    hinge = robot.hinge_dof_ids.to(device)
-    if hinge.numel():  # a hinge's joint velocity is its rate
-        axes = robot.dof_axes.to(dtype=dtype, device=device).index_select(0, hinge)
-        parts.append(dof_vel.index_select(-1, hinge).unsqueeze(-1) * axes)
-    return torch.cat(parts, dim=-2), joint_vel
-
-
-def body_state_from_qpos(
-    robot: RobotDescription,
-    root_pos: torch.Tensor,
-    root_rot: torch.Tensor,
-    root_lin_vel: torch.Tensor,
-    root_ang_vel: torch.Tensor,
-    dof_pos: torch.Tensor,
-    dof_vel: torch.Tensor,
-) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-    """World-frame body states from root and DoF state; equals MuJoCo's own kinematics.
-
-    root_pos, root_lin_vel, root_ang_vel [..., 3] (world frame, at the root origin), root_rot [..., 4],
-    dof_pos, dof_vel [..., D]. Returns body_pos [..., B, 3], body_rot [..., B, 4],
-    body_lin_vel [..., B, 3], body_ang_vel [..., B, 3]: velocities in world frame at each body origin.
-    """
-    return articulation_state(robot, root_pos, root_rot, root_lin_vel, root_ang_vel, dof_pos, dof_vel).bodies()
 
 
 def _euler_xyz_from_matrix(m: torch.Tensor) -> torch.Tensor:

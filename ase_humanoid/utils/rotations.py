@@ -42,9 +42,20 @@ def matmul_exact(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     tiny sums of products. Elsewhere (GPUs may use TF32, ~1e-3 relative error, when a training
     script allows it) it is a broadcast multiply and sum, which is exact at any setting.
     """
-    if a.device.type == "cpu" and torch.get_float32_matmul_precision() == "highest":
+    if _blas_is_exact(a):
         return a @ b
     return (a.unsqueeze(-1) * b.unsqueeze(-3)).sum(-2)
+
+
+def vecmat_exact(v: torch.Tensor, m: torch.Tensor) -> torch.Tensor:
+    """Row vectors times one matrix, `[..., k] @ [k, p] -> [..., p]`, like `matmul_exact`."""
+    if _blas_is_exact(v):
+        return v @ m
+    return (v.unsqueeze(-1) * m).sum(-2)
+
+
+def _blas_is_exact(t: torch.Tensor) -> bool:
+    return t.device.type == "cpu" and torch.get_float32_matmul_precision() == "highest"
 
 
 def _quadratic_form_table(entries, dtype, device) -> torch.Tensor:
@@ -85,20 +96,31 @@ def _table(name: str, dtype, device) -> torch.Tensor:
     key = (name, dtype, device)
     table = _tables_cache.get(key)
     if table is None:
-        entries = {"mul": _MUL_TERMS, "tan_norm": _TAN_NORM_TERMS}[name]
-        table = _tables_cache[key] = _quadratic_form_table(entries, dtype, device)
+        if name == "select":  # [2, 4, 16]: column 4 i + j picks component i / component j
+            table = torch.zeros(2, 4, 16, dtype=dtype, device=device)
+            for k in range(16):
+                table[0, k // 4, k] = table[1, k % 4, k] = 1.0
+        else:
+            entries = {"mul": _MUL_TERMS, "tan_norm": _TAN_NORM_TERMS}[name]
+            table = _quadratic_form_table(entries, dtype, device)
+        _tables_cache[key] = table
     return table
 
 
 def _outer(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """`[..., 16]`: a[i] b[j] at 4 i + j (broadcast over leading dims)."""
-    return (a.unsqueeze(-1) * b.unsqueeze(-2)).flatten(-2)
+    """`[..., 16]`: a[i] b[j] at 4 i + j (broadcast over leading dims).
+
+    Spread by two 0/1 selection matmuls (exact) and one contiguous product: a broadcast
+    `a[..., :, None] * b[..., None, :]` has a 4-wide inner loop and costs several times more.
+    """
+    select = _table("select", a.dtype, a.device)
+    return vecmat_exact(a, select[0]) * vecmat_exact(b, select[1])
 
 
 def quat_mul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """Hamilton product a * b: rotating by the result applies b first, then a."""
     if a.dtype == b.dtype and max(a.numel(), b.numel()) <= 4 * _MUL_MATMUL_MAX:
-        return matmul_exact(_outer(a, b).unsqueeze(-2), _table("mul", a.dtype, a.device)).squeeze(-2)
+        return vecmat_exact(_outer(a, b), _table("mul", a.dtype, a.device))
     ax, ay, az, aw = a.unbind(-1)
     bx, by, bz, bw = b.unbind(-1)
     return torch.stack(
@@ -205,7 +227,7 @@ def matrix_to_quat(m: torch.Tensor) -> torch.Tensor:
 def quat_to_tan_norm(q: torch.Tensor) -> torch.Tensor:
     """6D rotation encoding `[..., 6]` of unit quaternions: the rotated x axis (tangent) and z
     axis (normal), as quadratic forms of q (one outer product and one small matmul)."""
-    return matmul_exact(_outer(q, q).unsqueeze(-2), _table("tan_norm", q.dtype, q.device)).squeeze(-2)
+    return vecmat_exact(_outer(q, q), _table("tan_norm", q.dtype, q.device))
 
 
 def heading_frame_matrix(q: torch.Tensor) -> torch.Tensor:
@@ -327,3 +349,37 @@ def quat_from_euler(angles: torch.Tensor, order: str) -> torch.Tensor:
         axis["xyz".index(axis_name)] = 1.0
         result = quat_mul(result, quat_from_axis_angle(axis.expand(*angles.shape[:-1], 3), angles[..., k]))
     return result
+
+
+# ---- component-major ("planes") variants -------------------------------------------------------
+# Quaternions `[4, ...]` and vectors `[3, ...]` with the component first, so that every op works
+# on contiguous planes of many elements. On a CPU this is several times faster than the
+# `[..., 4]` forms for the thousands of small rotations of the kinematics hot path, where a
+# strided 3- or 4-wide last dimension makes every op slow.
+
+
+def cross_planes(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """Cross product of `[3, ...]` vectors (broadcast over the trailing dims)."""
+    ax, ay, az = a.unbind(0)
+    bx, by, bz = b.unbind(0)
+    return torch.stack([(ay * bz).addcmul_(az, by, value=-1.0), (az * bx).addcmul_(ax, bz, value=-1.0),
+                        (ax * by).addcmul_(ay, bx, value=-1.0)])
+
+
+def quat_mul_planes(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """Hamilton product of `[4, ...]` quaternions (x, y, z, w planes; broadcast)."""
+    ax, ay, az, aw = a.unbind(0)
+    bx, by, bz, bw = b.unbind(0)
+    return torch.stack([
+        (aw * bx).addcmul_(ax, bw).addcmul_(ay, bz).addcmul_(az, by, value=-1.0),
+        (aw * by).addcmul_(ax, bz, value=-1.0).addcmul_(ay, bw).addcmul_(az, bx),
+        (aw * bz).addcmul_(ax, by).addcmul_(ay, bx, value=-1.0).addcmul_(az, bw),
+        (aw * bw).addcmul_(ax, bx, value=-1.0).addcmul_(ay, by, value=-1.0).addcmul_(az, bz, value=-1.0),
+    ])
+
+
+def quat_rotate_planes(q: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    """Rotate `[3, ...]` vectors by unit `[4, ...]` quaternions (broadcast)."""
+    xyz, w = q[:3], q[3:]
+    t = 2.0 * cross_planes(xyz, v)
+    return (v + w * t).add_(cross_planes(xyz, t))
