@@ -181,13 +181,14 @@ class Humanoid:
         self.episode_return = torch.zeros(n, dtype=torch.float32, device=dev)
         self.terminated_buf = torch.zeros(n, dtype=torch.bool, device=dev)
         self.nonfinite_buf = torch.zeros(n, dtype=torch.bool, device=dev)
-        # AMP frames as a ring over the step axis: each step writes one frame in place and the
-        # newest-first history is gathered once (no shifting copy of the whole history).
+        # AMP frames as a ring over the step axis, newest frame at slot amp_newest and older
+        # ones after it (wrapping): each step writes one frame in place and the newest-first
+        # history is two contiguous slices (no shifting copy of the whole history).
         self.amp_frames = torch.zeros(n, self.num_amp_obs_steps, self.num_amp_obs_per_step, device=dev)
-        self.amp_newest = 0  # slot of amp_frames holding the newest frame
+        self.amp_newest = 0
         steps = self.num_amp_obs_steps
-        self._amp_slots = torch.tensor([[(newest - k) % steps for k in range(steps)] for newest in range(steps)],
-                                       dtype=torch.long, device=dev)  # [steps (newest), steps (age)]
+        self._amp_slots = torch.tensor([[(newest + k) % steps for k in range(steps)] for newest in range(steps)],
+                                       dtype=torch.long, device=dev)  # [newest slot, age] -> slot
         self.nonfinite_resets = 0  # cumulative count of envs reset for a non-finite state
         # PD targets of the last action (the humanoid holds its pose until the first action)
         self.pd_targets = torch.zeros(n, robot.num_dofs, device=dev)
@@ -324,7 +325,7 @@ class Humanoid:
         self.terminated_buf = terminated
         self.nonfinite_buf = nonfinite
 
-        self.amp_newest = (self.amp_newest + 1) % self.num_amp_obs_steps
+        self.amp_newest = (self.amp_newest - 1) % self.num_amp_obs_steps
         self.amp_frames[:, self.amp_newest] = amp_now
         self.episode_return += reward
         info = {
@@ -360,7 +361,8 @@ class Humanoid:
     @property
     def amp_history(self) -> torch.Tensor:
         """The AMP observation history `[N, steps, per_step]`, newest first (a new tensor)."""
-        return self.amp_frames.index_select(1, self._amp_slots[self.amp_newest])
+        newest = self.amp_newest
+        return torch.cat([self.amp_frames[:, newest:], self.amp_frames[:, :newest]], dim=1)
 
     def fetch_amp_obs_demo(self, num_samples: int) -> torch.Tensor:
         """Demo AMP observations `[n, steps * per_step]` from the MotionLib (newest first).

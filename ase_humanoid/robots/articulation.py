@@ -155,16 +155,18 @@ def articulation_state(
     lead = _broadcast_lead(root_pos, root_rot, root_lin_vel, root_ang_vel, dof_pos, dof_vel)
     n, num_bodies = math.prod(lead), robot.num_bodies
 
-    def planes(x):  # [..., k] -> [k, n] contiguous
-        return x.expand(*lead, x.shape[-1]).reshape(n, x.shape[-1]).T.contiguous()
-
-    dof_pos_p, dof_vel_p = planes(dof_pos), planes(dof_vel)  # [D, n]
+    # Every input as planes `[k, n]`: one concatenation and one transposing copy.
+    inputs = (root_pos, root_rot, root_lin_vel, root_ang_vel, dof_pos, dof_vel)
+    widths = [x.shape[-1] for x in inputs]
+    flat = [x.expand(*lead, k).reshape(n, k) for x, k in zip(inputs, widths)]
+    root_pos_p, root_rot_p, root_lin_vel_p, root_ang_vel_p, dof_pos_p, dof_vel_p = (
+        torch.cat(flat, dim=1).T.contiguous().split(widths))
     joint_rot_p = _joint_local_rot_planes(c, dof_pos_p)  # [4, 1 + S + H, n]
     joint_rate_p, joint_vel_p = _joint_rates_planes(c, dof_pos_p, dof_vel_p)  # [3, 1 + S + H, n], [D, n]
 
     # World rotations [4, B, n] in level order, one depth level at a time.
     local_rot = joint_rot_p.index_select(1, c.joint_rows)
-    level_rot = rot.quat_mul_planes(planes(root_rot).unsqueeze(1), local_rot[:, :1])
+    level_rot = rot.quat_mul_planes(root_rot_p.unsqueeze(1), local_rot[:, :1])
     all_rot = [level_rot]
     for rows, parent_rows in zip(c.level_slices, c.level_parent_rows):
         parent_rot = level_rot if parent_rows is None else level_rot.index_select(1, parent_rows)
@@ -178,14 +180,14 @@ def articulation_state(
         torch.cat([body_rot.index_select(1, c.parent_rows), body_rot], dim=1),
         torch.cat([c.offsets.expand(3, num_bodies - 1, n), joint_rate_p.index_select(1, c.joint_rows)], dim=1))
     world_offsets, joint_rates = rotated[:, : num_bodies - 1], rotated[:, num_bodies - 1:]
-    joint_rates[:, 0] = planes(root_ang_vel)  # the root's rate is its own angular velocity
+    joint_rates[:, 0] = root_ang_vel_p  # the root's rate is its own angular velocity
 
     rel_pos = rot.matmul_exact(c.non_root_ancestors, world_offsets)  # [3, B, n] body order
     body_ang_vel = rot.matmul_exact(c.ancestors, joint_rates)
     moments = rot.cross_planes(joint_rates, rel_pos.index_select(1, c.level_order))
     body_lin_vel = (rot.cross_planes(body_ang_vel, rel_pos).sub_(rot.matmul_exact(c.ancestors, moments))
-                    .add_(planes(root_lin_vel).unsqueeze(1)))
-    body_pos = rel_pos.add_(planes(root_pos).unsqueeze(1))
+                    .add_(root_lin_vel_p.unsqueeze(1)))
+    body_pos = rel_pos.add_(root_pos_p.unsqueeze(1))
 
     def env_major(x):  # [k, rows, n] -> [*lead, rows, k], contiguous for the observations
         return x.permute(2, 1, 0).contiguous().view(*lead, x.shape[1], x.shape[0])

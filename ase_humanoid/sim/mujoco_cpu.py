@@ -194,34 +194,27 @@ class MujocoCpuBackend(SimBackend):
 
     # ---- state read-back ----------------------------------------------------------------------
 
-    def _convert(self, values: torch.Tensor) -> torch.Tensor:
-        """A new tensor on the device in the state dtype (never a view of the state arrays,
-        which the next step overwrites)."""
-        return values.to(device=self.device, dtype=self.dtype, copy=True)
-
     def _read_free_body(self, state: torch.Tensor, cols):
         """Free-joint state of every world from `state` (float64 view of the state array) ->
-        (pos, rot xyzw, lin_vel, world ang_vel) tensors."""
+        (pos, rot xyzw, lin_vel, world ang_vel) as one float64 tensor `[N, 13]`."""
         pos_cols, quat_cols, lin_cols, ang_cols = cols
-        rot64 = state[:, quat_cols].index_select(1, _XYZW_FROM_WXYZ)
-        ang_world = quat_rotate(rot64, state[:, ang_cols])
-        return (
-            self._convert(state[:, pos_cols]),
-            rot64.to(device=self.device, dtype=self.dtype),
-            self._convert(state[:, lin_cols]),
-            ang_world.to(device=self.device, dtype=self.dtype),
-        )
+        wxyz = state[:, quat_cols]
+        rot64 = torch.cat([wxyz[:, 1:], wxyz[:, :1]], dim=1)
+        return torch.cat([state[:, pos_cols], rot64, state[:, lin_cols], quat_rotate(rot64, state[:, ang_cols])], dim=1)
 
     def _refresh_from_state(self):
         """Rebuild the SimState/PropState snapshots from the state array and last sensor data."""
         state, sensors = torch.from_numpy(self._state), torch.from_numpy(self._sensordata)
-        root = self._read_free_body(state, self._root_cols)
-        dof_pos = self._convert(state[:, self._dof_pos_cols])
-        dof_vel = self._convert(state[:, self._dof_vel_cols])
-        contact = -self._convert(sensors[:, self._body_contact_cols])
-        kinematics = articulation_state(self.robot, *root, dof_pos, dof_vel)
+        # Root and DoF state in one conversion to a new tensor (the arrays change every step);
+        # the SimState fields are views of it.
+        values = torch.cat([self._read_free_body(state, self._root_cols), state[:, self._dof_pos_cols],
+                            state[:, self._dof_vel_cols]], dim=1).to(device=self.device, dtype=self.dtype)
+        num_dofs = self.robot.num_dofs
+        root_pos, root_rot, root_lin_vel, root_ang_vel, dof_pos, dof_vel = values.split((3, 4, 3, 3, num_dofs, num_dofs), dim=1)
+        contact = sensors[:, self._body_contact_cols].to(device=self.device, dtype=self.dtype).neg()
+        kinematics = articulation_state(self.robot, root_pos, root_rot, root_lin_vel, root_ang_vel, dof_pos, dof_vel)
         self._sim_state = SimState(
-            *root, dof_pos, dof_vel, *kinematics.bodies(),
+            root_pos, root_rot, root_lin_vel, root_ang_vel, dof_pos, dof_vel, *kinematics.bodies(),
             contact_forces=contact.reshape(self.num_envs, self.robot.num_bodies, 3),
             joint_rot=kinematics.joint_rot, joint_vel=kinematics.joint_vel,
         )
@@ -233,11 +226,12 @@ class MujocoCpuBackend(SimBackend):
         self._prop_states = {name: self._read_prop(state, sensors, name) for name in self.prop_names}
 
     def _read_prop(self, state: torch.Tensor, sensors: torch.Tensor, name: str) -> PropState:
-        pos, rot, lin_vel, ang_vel = self._read_free_body(state, self._prop_cols[name])
+        values = self._read_free_body(state, self._prop_cols[name]).to(device=self.device, dtype=self.dtype)
+        pos, rot, lin_vel, ang_vel = values.split((3, 4, 3, 3), dim=1)
         adr = self._layout.prop_contact_adr[name]
         return PropState(
             pos=pos, rot=rot, lin_vel=lin_vel, ang_vel=ang_vel,
-            contact_force=-self._convert(sensors[:, adr + 1: adr + 4]),
+            contact_force=sensors[:, adr + 1: adr + 4].to(device=self.device, dtype=self.dtype).neg(),
             in_contact=(sensors[:, adr] > 0).to(self.device),
         )
 
