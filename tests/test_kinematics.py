@@ -199,3 +199,91 @@ def test_gimbal_lock_stays_finite():
         dof_vel = dof_vel_from_joint_vel(robot, dof_pos, joint_vel)
         assert torch.isfinite(dof_vel).all()
         assert dof_vel.abs().max() < 10.0 / GIMBAL_COS_EPS
+
+
+# ---- articulation_state: everything in one pass, against independent references ----------------
+
+
+def _wide_random_state(robot, lead, dtype, seed):
+    """Random root + DoF state `[*lead, ...]` with DoF angles well outside the joint limits."""
+    g = torch.Generator().manual_seed(seed)
+
+    def randn(*shape):
+        return torch.randn(*lead, *shape, generator=g, dtype=torch.float64)
+
+    return dict(
+        root_pos=randn(3),
+        root_rot=rot.quat_normalize(randn(4)),
+        root_lin_vel=randn(3),
+        root_ang_vel=2.0 * randn(3),
+        dof_pos=3.0 * (2.0 * torch.rand(*lead, robot.num_dofs, generator=g, dtype=torch.float64) - 1.0),
+        dof_vel=2.0 * randn(robot.num_dofs),
+    )
+
+
+def _reference_bodies(robot, s, h=1e-5):
+    """Body poses by forward kinematics, velocities by central differences of those poses along
+    the state's motion (root moved by its world-frame velocities, DoFs by their rates), float64."""
+
+    def poses(t):
+        turn = rot.exp_map_to_quat(s["root_ang_vel"] * t)
+        local_rot = dof_pos_to_local_rot(robot, s["dof_pos"] + t * s["dof_vel"])
+        return forward_kinematics(robot.parent_indices, robot.local_translation, local_rot,
+                                  s["root_pos"] + t * s["root_lin_vel"], rot.quat_mul(turn, s["root_rot"]))
+
+    body_pos, body_rot = poses(0.0)
+    pos_fwd, rot_fwd = poses(h)
+    pos_back, rot_back = poses(-h)
+    lin_vel = (pos_fwd - pos_back) / (2 * h)
+    ang_vel = rot.quat_to_exp_map(rot.quat_mul(rot_fwd, rot.quat_conjugate(rot_back))) / (2 * h)  # world frame
+    return body_pos, body_rot, lin_vel, ang_vel
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_articulation_state_matches_independent_references(robot, dtype):
+    from ase_humanoid.envs.observations import joint_rotations
+    from ase_humanoid.robots.kinematics import articulation_state
+
+    n = 12
+    state = _wide_random_state(robot, (n,), torch.float64, seed=21)
+    state = {k: v.to(dtype).double() for k, v in state.items()}  # the same values in both dtypes
+    inputs = [state[k].to(dtype) for k in ("root_pos", "root_rot", "root_lin_vel", "root_ang_vel", "dof_pos", "dof_vel")]
+    ks = articulation_state(robot, *inputs)
+    num_bodies, num_joints = robot.num_bodies, len(robot.dof_body_ids)
+    for name, shape in (("body_pos", (n, num_bodies, 3)), ("body_rot", (n, num_bodies, 4)),
+                        ("body_lin_vel", (n, num_bodies, 3)), ("body_ang_vel", (n, num_bodies, 3)),
+                        ("joint_rot", (n, num_joints, 4)), ("joint_vel", (n, robot.num_dofs))):
+        value = getattr(ks, name)
+        assert value.shape == shape and value.dtype == dtype, name
+
+    # Both dtypes against float64 references of the same input values: float32 differs by its
+    # rounding only; the velocity references carry the finite differences' own error (~1e-8).
+    pose_tol, vel_tol = (1e-10, 1e-6) if dtype == torch.float64 else (5e-6, 5e-5)
+    body_pos, body_rot, lin_vel, ang_vel = _reference_bodies(robot, state)
+    torch.testing.assert_close(ks.body_pos.double(), body_pos, atol=pose_tol, rtol=0)
+    _assert_same_rotation(ks.body_rot.double(), body_rot, pose_tol)
+    torch.testing.assert_close(ks.body_lin_vel.double(), lin_vel, atol=vel_tol, rtol=0)
+    torch.testing.assert_close(ks.body_ang_vel.double(), ang_vel, atol=vel_tol, rtol=0)
+    torch.testing.assert_close(ks.body_pos[:, 0].double(), state["root_pos"], atol=pose_tol, rtol=0)
+    torch.testing.assert_close(ks.body_lin_vel[:, 0].double(), state["root_lin_vel"], atol=pose_tol, rtol=0)
+
+    # the AMP observation inputs: the same as computed on their own from the DoF state
+    _assert_same_rotation(ks.joint_rot.double(), joint_rotations(robot, state["dof_pos"]), pose_tol)
+    torch.testing.assert_close(ks.joint_vel.double(), joint_vel_from_dof_vel(robot, state["dof_pos"], state["dof_vel"]),
+                               atol=pose_tol, rtol=0)
+
+
+def test_articulation_state_leading_batch_shape(robot):
+    from ase_humanoid.robots.kinematics import articulation_state
+
+    state = _wide_random_state(robot, (2, 3), torch.float64, seed=22)
+    fields = ("root_pos", "root_rot", "root_lin_vel", "root_ang_vel", "dof_pos", "dof_vel")
+    batched = articulation_state(robot, *(state[k] for k in fields))
+    flat = articulation_state(robot, *(state[k].flatten(0, 1) for k in fields))
+    for name, value, flat_value in zip(("body_pos", "body_rot", "body_lin_vel", "body_ang_vel", "joint_rot",
+                                        "joint_vel"), batched.as_tuple(), flat.as_tuple()):
+        assert value.shape[:2] == (2, 3), name
+        torch.testing.assert_close(value.flatten(0, 1), flat_value, atol=1e-12, rtol=0, msg=name)
+    # and body_state_from_qpos is the body part of it
+    for value, bodies_value in zip(batched.bodies(), body_state_from_qpos(robot, *(state[k] for k in fields))):
+        assert torch.equal(value, bodies_value)

@@ -170,3 +170,113 @@ def test_quat_from_euler_orders():
                           R.quat_mul(R.quat_from_euler(angles[:, :1], "x"), R.quat_from_euler(angles[:, 1:2], "z")))
     with pytest.raises(ValueError):
         R.quat_from_euler(angles, "xy")
+
+
+# ---- heading as a matrix, tan-norm and products as quadratic forms, exact matmuls ---------------
+
+
+def _heading_inv_rotate(q, v):
+    """Reference: `v [n, k, 3]` into the heading frame of `q [n, 4]` by the heading quaternion."""
+    return R.quat_rotate(R.calc_heading_quat_inv(q).unsqueeze(-2), v)
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_heading_frame_matrix_matches_heading_quat_inv(dtype):
+    q = random_quats(64, 12, dtype)
+    v = torch.randn(64, 5, 3, generator=torch.Generator().manual_seed(13), dtype=dtype)
+    m = R.heading_frame_matrix(q)
+    assert m.shape == (64, 3, 3) and m.dtype == dtype
+    tol = 1e-12 if dtype == torch.float64 else 1e-5
+    torch.testing.assert_close(v @ m, _heading_inv_rotate(q, v), atol=tol, rtol=0)
+    torch.testing.assert_close(R.matmul_exact(v, m), _heading_inv_rotate(q, v), atol=tol, rtol=0)
+    # a turn about z only: heights are kept, and it is a proper rotation
+    torch.testing.assert_close((v @ m)[..., 2], v[..., 2], atol=tol, rtol=0)
+    torch.testing.assert_close(m @ m.transpose(-1, -2), torch.eye(3, dtype=dtype).expand(64, 3, 3), atol=tol, rtol=0)
+    # leading dims broadcast like the quaternion's
+    torch.testing.assert_close(R.heading_frame_matrix(q.reshape(4, 16, 4)), m.reshape(4, 16, 3, 3))
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_heading_frame_matrix_vertical_x_axis(dtype):
+    """With the x axis vertical the heading is 0: the matrix is the identity (finite)."""
+    y_axis, z_axis = torch.tensor([0.0, 1.0, 0.0], dtype=dtype), torch.tensor([0.0, 0.0, 1.0], dtype=dtype)
+    tilts = R.quat_from_axis_angle(y_axis.expand(2, 3), torch.tensor([math.pi / 2, -math.pi / 2], dtype=dtype))
+    v = torch.randn(2, 4, 3, generator=torch.Generator().manual_seed(14), dtype=dtype)
+    m = R.heading_frame_matrix(tilts)
+    assert torch.isfinite(m).all()
+    assert torch.equal(m, torch.eye(3, dtype=dtype).expand(2, 3, 3))
+    torch.testing.assert_close(v @ m, v, atol=0, rtol=0)
+    torch.testing.assert_close(v @ m, _heading_inv_rotate(tilts, v), atol=1e-6, rtol=0)
+    # a yaw before the tilt leaves the x axis vertical: still no heading (calc_heading is
+    # ill-conditioned there, its atan2 of rounding errors may give any angle)
+    yaws = R.quat_from_axis_angle(z_axis.expand(3, 3), torch.tensor([0.7, 2.5, -1.9], dtype=dtype))
+    yawed = R.quat_mul(yaws.unsqueeze(1), tilts.unsqueeze(0))  # [3, 2, 4]
+    assert torch.equal(R.heading_frame_matrix(yawed), torch.eye(3, dtype=dtype).expand(3, 2, 3, 3))
+    # a little off vertical the heading is well defined again and both agree
+    near = R.quat_mul(yaws, R.quat_from_axis_angle(y_axis.expand(3, 3), torch.full((3,), math.pi / 2 - 0.01, dtype=dtype)))
+    w = v[:1].expand(3, 4, 3)
+    torch.testing.assert_close(w @ R.heading_frame_matrix(near), _heading_inv_rotate(near, w),
+                               atol=1e-9 if dtype == torch.float64 else 1e-4, rtol=0)
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_tan_norm_matches_rotated_axes(dtype):
+    q = random_quats(30, 15, dtype).reshape(3, 10, 4)
+    x_axis = torch.tensor([1.0, 0.0, 0.0], dtype=dtype).expand(3, 10, 3)
+    z_axis = torch.tensor([0.0, 0.0, 1.0], dtype=dtype).expand(3, 10, 3)
+    tan_norm = R.quat_to_tan_norm(q)
+    assert tan_norm.shape == (3, 10, 6) and tan_norm.dtype == dtype
+    tol = 1e-12 if dtype == torch.float64 else 1e-6
+    torch.testing.assert_close(tan_norm[..., :3], R.quat_rotate(q, x_axis), atol=tol, rtol=0)
+    torch.testing.assert_close(tan_norm[..., 3:], R.quat_rotate(q, z_axis), atol=tol, rtol=0)
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_quat_mul_small_and_large_batches_agree_with_mujoco(dtype):
+    """Up to 4096 quaternions and above take different code paths; both are the Hamilton product."""
+    a, b = random_quats(5000, 16, dtype), random_quats(5000, 17, dtype)
+    tol = 1e-12 if dtype == torch.float64 else 1e-6
+    large = R.quat_mul(a, b)  # 5000 > 4096
+    small = torch.cat([R.quat_mul(a[i:i + 1000], b[i:i + 1000]) for i in range(0, 5000, 1000)])
+    torch.testing.assert_close(small, large, atol=tol, rtol=0)
+    # right at the boundary: 4096 and 4097 quaternions
+    torch.testing.assert_close(R.quat_mul(a[:4096], b[:4096]), large[:4096], atol=tol, rtol=0)
+    torch.testing.assert_close(R.quat_mul(a[:4097], b[:4097]), large[:4097], atol=tol, rtol=0)
+    for i in range(0, 5000, 97):
+        res = np.zeros(4)
+        mujoco.mju_mulQuat(res, mj_quat(a[i]), mj_quat(b[i]))
+        expected = R.wxyz_to_xyzw(torch.from_numpy(res))
+        np.testing.assert_allclose(small[i].double(), expected, atol=tol)
+        np.testing.assert_allclose(large[i].double(), expected, atol=tol)
+    # broadcasting in the small path: [n, 1, 4] * [1, m, 4]
+    outer = R.quat_mul(a[:6].unsqueeze(1), b[:7].unsqueeze(0))
+    assert outer.shape == (6, 7, 4)
+    torch.testing.assert_close(outer[4, 2], R.quat_mul(a[4], b[2]), atol=tol, rtol=0)
+
+
+def test_matmul_exact_both_paths():
+    g = torch.Generator().manual_seed(18)
+
+    def uniform(*shape):  # entries in [-0.5, 0.5): results of order 1, as in the geometry code
+        return torch.rand(*shape, generator=g, dtype=torch.float64) - 0.5
+
+    a64, b64 = uniform(4, 5, 3), uniform(4, 3, 3)  # vectors by per-env matrices
+    assert torch.equal(R.matmul_exact(a64, b64), a64 @ b64)
+    rows, table = uniform(2, 7, 16), uniform(16, 6)  # rows by one shared table
+    torch.testing.assert_close(R.matmul_exact(rows, table), rows @ table, atol=1e-12, rtol=0)
+
+    a32, b32, rows32, table32 = a64.float(), b64.float(), rows.float(), table.float()
+    q, p = random_quats(50, 19, torch.float32), random_quats(50, 20, torch.float32)
+    exact = [R.matmul_exact(a32, b32), R.matmul_exact(rows32, table32), R.quat_mul(q, p), R.quat_to_tan_norm(q)]
+    previous = torch.get_float32_matmul_precision()
+    try:
+        torch.set_float32_matmul_precision("medium")  # the broadcast-sum path
+        sums = [R.matmul_exact(a32, b32), R.matmul_exact(rows32, table32), R.quat_mul(q, p), R.quat_to_tan_norm(q)]
+    finally:
+        torch.set_float32_matmul_precision(previous)
+    assert torch.get_float32_matmul_precision() == previous
+    for x, y in zip(exact, sums):
+        assert x.shape == y.shape and y.dtype == torch.float32
+        torch.testing.assert_close(y, x, atol=1e-6, rtol=0)
+    torch.testing.assert_close(sums[0].double(), a64 @ b64, atol=1e-5, rtol=0)
+    torch.testing.assert_close(sums[1].double(), rows @ table, atol=1e-5, rtol=0)
