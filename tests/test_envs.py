@@ -128,6 +128,15 @@ def test_observations_ignore_heading_and_ground_position():
     assert not torch.allclose(amp(*moved, local=False)[:, 1:7], amp(*original, local=False)[:, 1:7])
     torch.testing.assert_close(policy(*original, local=False)[:, root_slot], rot.quat_to_tan_norm(body_rot[:, 0]))
 
+    # The step path computes both in one call: the same numbers. (Body 0 is the root, so its
+    # states are the AMP observation's root states.)
+    joint_rot = obs_fn.joint_rotations(robot, dof_pos)
+    for local in (True, False):
+        for state in (original, moved):
+            fused_policy, fused_amp = obs_fn.humanoid_observations(*state, joint_rot, joint_vel, key, local)
+            torch.testing.assert_close(fused_policy, policy(*state, local=local), atol=1e-6, rtol=0)
+            torch.testing.assert_close(fused_amp, amp(*state, local=local), atol=1e-6, rtol=0)
+
 
 # ---- round trips against the MotionLib -----------------------------------------------------------
 
@@ -338,6 +347,25 @@ def test_fall_init_starts_from_pool():
     # the pool's precomputed AMP frames are what the simulator gives for those states
     torch.testing.assert_close(env.amp_history[:, 0], env.amp_obs_from_sim(), atol=1e-4, rtol=0)
     torch.testing.assert_close(env.amp_history[:, -1], env.amp_obs_from_sim(), atol=1e-4, rtol=0)
+
+
+def test_step_observations_equal_the_simulator_state_after_resets():
+    # Every kind of reset in one run: Default and reference (Hybrid), fall pool, recovery; short
+    # episodes so that most steps reset someone. The observation the step returns for a reset env
+    # comes precomputed with its reset state (and recovery envs keep theirs): it must be what the
+    # simulator's state gives, and the AMP frame what the simulator gives too.
+    env = make_env("HumanoidASE", num_envs=8, motion_file=str(LOCOMOTION), fall_pool_size=4, fall_steps=5,
+                   max_episode_length=4, fall_init_prob=0.3, recovery_episode_prob=0.5, reset_pool_size=16, **FAST)
+    env.reset()
+    generator = torch.Generator().manual_seed(1)
+    resets = 0
+    for _ in range(12):
+        actions = 2.0 * torch.rand(env.num_envs, env.num_actions, generator=generator) - 1.0
+        obs, _, terminated, truncated, info = env.step(actions)
+        resets += int((terminated | truncated).sum())
+        torch.testing.assert_close(obs, env.compute_observations(), atol=1e-5, rtol=0)
+        torch.testing.assert_close(env.amp_history[:, 0], env.amp_obs_from_sim(), atol=1e-5, rtol=0)
+    assert resets >= 8
 
 
 # ---- perturbations and playback ------------------------------------------------------------------

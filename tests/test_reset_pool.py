@@ -11,6 +11,7 @@ import torch
 
 from ase_humanoid.envs import env_class, make_env, task_names
 from ase_humanoid.envs.checkpointing import env_state_dict, load_env_state_dict
+from ase_humanoid.envs.humanoid import DEFAULT_ROOT_HEIGHT
 from ase_humanoid.envs.reset_pool import DrawAhead
 from ase_humanoid.errors import ConfigError
 from ase_humanoid.robots.description import load_robot
@@ -156,11 +157,15 @@ def test_reset_pool_size_config(task):
 
 def test_reset_pool_follows_config():
     default = make_env("HumanoidAMP", num_envs=1, motion_file=str(CARTWHEEL), **FAST)
-    assert default.reference_draws.size == 1024
+    assert default.reset_draws.size == 1024
     assert make_env("HumanoidAMP", num_envs=1, motion_file=str(CARTWHEEL), reset_pool_size=0,
-                    **FAST).reference_draws is None
-    # without a MotionLib there is nothing to draw
-    assert make_env("HumanoidAMP", num_envs=1, state_init="Default", **FAST).reference_draws is None
+                    **FAST).reset_draws is None
+    # without a MotionLib (state_init Default) the pool draws standing poses
+    standing = make_env("HumanoidAMP", num_envs=2, state_init="Default", reset_pool_size=4, **FAST)
+    standing.reset()
+    assert standing.reset_draws.available == 2
+    torch.testing.assert_close(standing.sim.state.root_pos[:, 2], torch.full((2,), DEFAULT_ROOT_HEIGHT))
+    assert torch.equal(standing.sim.state.dof_pos, torch.zeros(2, standing.num_actions))
 
 
 def record_time_draws(env) -> list:
@@ -200,7 +205,7 @@ def test_random_init_reference_resets_match_demo(pool_size):
     for reset in range(3):
         env.reset()
         if pool_size == 0:
-            assert env.reference_draws is None
+            assert env.reset_draws is None
             assert len(draws) == reset + 1  # one draw of 3 per reset
             motion_ids, times = draws[-1]
         else:
@@ -209,7 +214,7 @@ def test_random_init_reference_resets_match_demo(pool_size):
             assert len(draws[-1][1]) == 8
             rows = slice(3, 6) if reset == 1 else slice(0, 3)
             motion_ids, times = draws[-1][0][rows], draws[-1][1][rows]
-            assert env.reference_draws.available == (2 if reset == 1 else 5)
+            assert env.reset_draws.available == (2 if reset == 1 else 5)
         assert len(times) == 3
         assert_reference_reset(env, motion_ids, times)
         clips_used |= set(motion_ids.tolist())
@@ -221,7 +226,7 @@ def test_step_resets_consume_the_pool():
     left), and the precomputed kinematics belong to the states written to the simulator."""
     env = make_env("HumanoidAMP", num_envs=3, motion_file=str(CARTWHEEL), state_init="Random",
                    reset_pool_size=8, max_episode_length=3, enable_early_termination=False, **FAST)
-    pool = env.reference_draws
+    pool = env.reset_draws
     env.reset()
     assert pool.available == 5
     actions = torch.zeros(env.num_envs, env.num_actions)
@@ -277,13 +282,17 @@ def test_env_checkpoint_restores_reset_pool():
     that refill the reference pool; without the pool's saved rows it would not."""
     gen = torch.Generator().manual_seed(7)
     a = make_ase_env()
-    actions = [2.0 * torch.rand(4, a.num_actions, generator=gen) - 1.0 for _ in range(30)]
-    warmup, compared = actions[:15], actions[15:]
+    actions = [2.0 * torch.rand(4, a.num_actions, generator=gen) - 1.0 for _ in range(40)]
     a.reset()
-    run_steps(a, warmup)  # (seed 0) two batches of the pool drawn, 3 rows left
+    warmup = 10
+    run_steps(a, actions[:warmup])
+    while a.reset_draws.available == 0:  # checkpoint with undrawn rows in the pool
+        run_steps(a, actions[warmup:warmup + 1])
+        warmup += 1
+    compared = actions[warmup:warmup + 15]
     state = env_state_dict(a)
-    assert state["components"]["reference_draws"]["batch"]["root_pos"].shape[0] == a.reference_draws.available
-    assert a.reference_draws.available > 0  # rows a restore without the pool would lose
+    assert state["components"]["reset_draws"]["batch"]["root_pos"].shape[0] == a.reset_draws.available
+    assert a.reset_draws.available > 0  # rows a restore without the pool would lose
 
     refills = count_pool_refills(a)
     expected = run_steps(a, compared)
@@ -292,7 +301,7 @@ def test_env_checkpoint_restores_reset_pool():
 
     b = make_ase_env()
     load_env_state_dict(b, state)
-    assert b.reference_draws.available == len(state["components"]["reference_draws"]["batch"]["root_pos"])
+    assert b.reset_draws.available == len(state["components"]["reset_draws"]["batch"]["root_pos"])
     for step, (got, want) in enumerate(zip(run_steps(b, compared), expected)):
         for name, x, y in zip(("obs", "reward", "terminated", "truncated", "amp_obs"), got, want):
             assert torch.equal(x, y), f"{name} differs at step {step}"

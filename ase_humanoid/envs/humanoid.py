@@ -11,10 +11,10 @@ Resets (`state_init`): `Default` standing pose, `Start` / `Random` reference-sta
 MotionLib at t = 0 / a uniform time, `Hybrid` = Random with probability `hybrid_init_prob`,
 otherwise Default. After a reference-state init the AMP history holds the clip at t - k dt
 (k = 0 .. steps - 1); after any other reset it repeats the new state's frame. All resets of a
-step are planned first (`ResetPlan`: states, their body kinematics and AMP histories) and written
-with one `set_robot_state` call. Reference-state resets with random times are drawn
-`reset_pool_size` at a time ahead of use (`reset_pool.py`): the same distribution, a fraction
-of the cost per step.
+step are planned first (`ResetPlan`: states, their body kinematics, policy observations and AMP
+histories) and written with one `set_robot_state` call. The resets of the `state_init` mixture
+are drawn `reset_pool_size` at a time ahead of use (`reset_pool.py`): the same distribution, a
+fraction of the cost per step.
 
 Extension points for task subclasses (see `ase_humanoid/envs/tasks/`):
   `prop_specs()`          extra free bodies (strike target, projectiles) -> `PropSpec` list
@@ -82,29 +82,45 @@ class ResetPlan:
     """New humanoid states for envs being reset, with the AMP history each starts with.
 
     Envs being reset but left out of the plan (ASE recovery episodes) keep their state and
-    their AMP history. `kinematics` (body states of `states`, computed where the states are
-    made, often in batches ahead of time) spares the simulator recomputing them; None: it does.
+    their AMP history. `kinematics` (body states of `states`) and `policy_obs` (their humanoid
+    policy observation), computed where the states are made, often in batches ahead of time,
+    spare the simulator and the step recomputing them; None: they are computed when needed.
     """
 
     env_ids: torch.Tensor  # [n] long
     states: RobotStates  # [n]
     amp_history: torch.Tensor  # [n, steps, per_step], newest (the new state itself) first
     kinematics: ArticulationState | None = None  # [n]
+    policy_obs: torch.Tensor | None = None  # [n, 15 B - 2]
 
     @staticmethod
     def cat(plans: list["ResetPlan"]) -> "ResetPlan":
         non_empty = [p for p in plans if len(p.env_ids)]
         if len(non_empty) <= 1:  # nothing to concatenate (most steps reset envs of one kind)
             return non_empty[0] if non_empty else plans[0]
-        kinematics = None
+        kinematics = policy_obs = None
         if all(p.kinematics is not None for p in non_empty):
             kinematics = ArticulationState.cat([p.kinematics for p in non_empty])
+        if all(p.policy_obs is not None for p in non_empty):
+            policy_obs = torch.cat([p.policy_obs for p in non_empty])
         return ResetPlan(torch.cat([p.env_ids for p in non_empty]), RobotStates.cat([p.states for p in non_empty]),
-                         torch.cat([p.amp_history for p in non_empty]), kinematics)
+                         torch.cat([p.amp_history for p in non_empty]), kinematics, policy_obs)
 
 
-_STATE_FIELDS = ("root_pos", "root_rot", "root_lin_vel", "root_ang_vel", "dof_pos", "dof_vel")
-_KINEMATICS_FIELDS = ("body_pos", "body_rot", "body_lin_vel", "body_ang_vel", "joint_rot", "joint_vel")
+STATE_FIELDS = ("root_pos", "root_rot", "root_lin_vel", "root_ang_vel", "dof_pos", "dof_vel")
+KINEMATICS_FIELDS = ("body_pos", "body_rot", "body_lin_vel", "body_ang_vel", "joint_rot", "joint_vel")
+
+
+def merge_draws(count: int, parts: list[tuple[torch.Tensor, dict]]) -> dict:
+    """One batch of `count` draws from `parts`: (rows [k] long, draws with k rows each), the rows
+    of all parts together covering 0 .. count - 1 once. Every part has the same fields."""
+    merged = {}
+    for name, first in parts[0][1].items():
+        out = torch.empty((count, *first.shape[1:]), dtype=first.dtype, device=first.device)
+        for rows, draws in parts:
+            out.index_copy_(0, rows, draws[name])
+        merged[name] = out
+    return merged
 
 
 def make_config(config_class, cfg, overrides: Mapping[str, Any]):
@@ -202,9 +218,10 @@ class Humanoid:
         default = self.default_states(1)
         self.default_amp_obs = self.amp_obs_from_states(default)  # [1, P]
         self.default_kinematics = self.kinematics_of(default)  # [1]
-        self.reference_draws = None
-        if self.motion_lib is not None and self.cfg.reset_pool_size > 0:
-            self.reference_draws = DrawAhead(self._draw_reference_resets, self.cfg.reset_pool_size, self.device)
+        self.default_policy_obs = self.policy_obs_of(self.default_kinematics)  # [1, 15 B - 2]
+        self.reset_draws = None
+        if self.cfg.reset_pool_size > 0:
+            self.reset_draws = DrawAhead(self._draw_resets, self.cfg.reset_pool_size, self.device)
 
     def _termination_heights(self) -> torch.Tensor:
         """Per-body heights `[B]`; `termination_height` overrides the robot's default height."""
@@ -309,12 +326,11 @@ class Humanoid:
         nonfinite = term_fn.nonfinite_envs(state.root_pos, state.root_rot, state.root_lin_vel,
                                            state.root_ang_vel, state.dof_pos, state.dof_vel,
                                            state.contact_forces)
-        # The humanoid part of the observation is a pure function of this state snapshot: it is
-        # computed below, after any resets, in one call together with the reset envs' new one.
+        # Policy and AMP observations of the state after the physics, in one call.
+        humanoid_obs, amp_now = self._humanoid_and_amp_obs(state)
         task_obs = self.compute_task_obs() if self.task_obs_size else None
         reward = self.compute_task_reward()
         terminated = self.compute_terminated()
-        amp_now = self.amp_obs_from_sim()
         num_nonfinite = int(nonfinite.sum())
         if num_nonfinite:
             reward = torch.where(nonfinite, torch.zeros_like(reward), reward)
@@ -335,25 +351,26 @@ class Humanoid:
             "nonfinite_resets": self.nonfinite_resets,
             "nonfinite_resets_step": num_nonfinite,
         }
+        if num_nonfinite:
+            humanoid_obs = torch.nan_to_num(humanoid_obs, nan=0.0, posinf=0.0, neginf=0.0)
+        final_obs = self._with_task_obs(humanoid_obs, task_obs)
+        info["final_obs"] = final_obs
+        obs = final_obs
         done_ids = (terminated | truncated).nonzero(as_tuple=False).flatten()
         if done_ids.numel():
             info["episode"] = {"return": self.episode_return[done_ids].clone(),
                                "length": self.episode_steps[done_ids].clone()}
-            self.reset_envs(done_ids)
-            # One observation call for the state before the resets (all envs) and the reset envs'
-            # first state of their new episode.
-            humanoid_obs = self._humanoid_obs(state, self.sim.state, done_ids)
-            final_obs = self._with_task_obs(humanoid_obs[:self.num_envs], task_obs)
-            new_obs = self._with_task_obs(humanoid_obs[self.num_envs:],
-                                          self.compute_task_obs(done_ids) if self.task_obs_size else None)
+            plan = self.reset_envs(done_ids)
+            # The first observation of the new episodes: the plan's (envs left out of it, i.e.
+            # recovery episodes, keep their state and so their observation) and new task goals.
+            if len(plan.env_ids):
+                humanoid_obs = humanoid_obs.index_copy(0, plan.env_ids, self._plan_policy_obs(plan))
+            if self.task_obs_size:
+                task_obs = task_obs.index_copy(0, done_ids, self.compute_task_obs(done_ids))
+            obs = self._with_task_obs(humanoid_obs, task_obs)
         else:
             empty = torch.zeros(0, device=self.device)
             info["episode"] = {"return": empty, "length": empty.long()}
-            final_obs = self._with_task_obs(self._humanoid_obs(state), task_obs)
-        if num_nonfinite:
-            final_obs = torch.nan_to_num(final_obs, nan=0.0, posinf=0.0, neginf=0.0)
-        info["final_obs"] = final_obs
-        obs = final_obs.index_copy(0, done_ids, new_obs) if done_ids.numel() else final_obs
         if self.step_callback is not None:
             self.step_callback()
         return obs, reward, terminated, truncated, info
@@ -401,14 +418,24 @@ class Humanoid:
             obs = torch.cat([obs, self.compute_task_obs(env_ids)], dim=-1)
         return obs
 
-    def _humanoid_obs(self, state, reset_state=None, reset_ids: torch.Tensor | None = None) -> torch.Tensor:
-        """Humanoid part of the policy observation of every env in `state`, followed by (when
-        given) the rows `reset_ids` of `reset_state`: `[N (+ n), 15 B - 2]` in one call."""
-        fields = ("body_pos", "body_rot", "body_lin_vel", "body_ang_vel")
-        body = [getattr(state, f) for f in fields]
-        if reset_state is not None:
-            body = [torch.cat([x, getattr(reset_state, f).index_select(0, reset_ids)]) for x, f in zip(body, fields)]
-        return obs_fn.policy_observation(*body, local_root_obs=self.cfg.local_root_obs)
+    def _humanoid_and_amp_obs(self, state) -> tuple[torch.Tensor, torch.Tensor]:
+        """Humanoid part of the policy observation `[N, 15 B - 2]` and the AMP observation step
+        `[N, per_step]` of every env in SimState `state`."""
+        return obs_fn.humanoid_observations(state.body_pos, state.body_rot, state.body_lin_vel,
+                                            state.body_ang_vel, state.joint_rot, state.joint_vel,
+                                            self.key_body_ids, self.cfg.local_root_obs)
+
+    def policy_obs_of(self, kinematics: ArticulationState) -> torch.Tensor:
+        """Humanoid part of the policy observation `[n, 15 B - 2]` of states with `kinematics`."""
+        return obs_fn.policy_observation(*kinematics.bodies(), local_root_obs=self.cfg.local_root_obs)
+
+    def _plan_policy_obs(self, plan: ResetPlan) -> torch.Tensor:
+        """The humanoid policy observation `[n, 15 B - 2]` of the states `plan` has just set."""
+        if plan.policy_obs is not None:
+            return plan.policy_obs
+        s = self.sim.state
+        return obs_fn.policy_observation(*(x.index_select(0, plan.env_ids) for x in (
+            s.body_pos, s.body_rot, s.body_lin_vel, s.body_ang_vel)), local_root_obs=self.cfg.local_root_obs)
 
     def _with_task_obs(self, humanoid_obs: torch.Tensor, task_obs: torch.Tensor | None) -> torch.Tensor:
         return humanoid_obs if task_obs is None else torch.cat([humanoid_obs, task_obs], dim=-1)
@@ -486,28 +513,54 @@ class Humanoid:
 
     # ---- resets -------------------------------------------------------------------------------
 
-    def reset_envs(self, env_ids: torch.Tensor) -> None:
-        """Reset the humanoids, counters, task and AMP history of `env_ids [n]`."""
+    def reset_envs(self, env_ids: torch.Tensor) -> ResetPlan:
+        """Reset the humanoids, counters, task and AMP history of `env_ids [n]`; returns the plan."""
         plan = self.plan_reset(env_ids)
         if len(plan.env_ids):
             # one state write for the whole batch: the backend refreshes its state once
             self.sim.set_robot_state(plan.env_ids, *plan.states.as_tuple(), kinematics=plan.kinematics)
         self._start_episodes(env_ids, plan)
+        return plan
 
     def plan_reset(self, env_ids: torch.Tensor) -> ResetPlan:
         """Initial states of the humanoids of `env_ids` by `state_init` (subclasses add modes)."""
+        return self.plan_from_draws(env_ids, self.take_resets(len(env_ids)))
+
+    def take_resets(self, n: int) -> dict:
+        """`n` independent draws of `_draw_resets`: from the ones drawn ahead (`reset_draws`), or
+        drawn now when `reset_pool_size` is 0."""
+        return self.reset_draws.take(n) if self.reset_draws is not None else self._draw_resets(n)
+
+    def _draw_resets(self, count: int) -> dict:
+        """`count` resets of the `state_init` distribution: `Default` standing pose, `Start` /
+        `Random` reference states of clips sampled by weight at t = 0 / a uniform time, `Hybrid`
+        Random with probability `hybrid_init_prob`, else Default. A dict of the RobotStates and
+        ArticulationState fields `[count, ...]`, `amp_history [count, steps, per_step]` and
+        `policy_obs [count, 15 B - 2]` (subclasses may add fields)."""
         mode = self.cfg.state_init
         if mode == "Default":
-            return self.default_plan(env_ids)
-        if mode in ("Start", "Random"):
-            return self.reference_plan(env_ids, random_time=mode == "Random")
-        # Hybrid
-        use_ref = self._bernoulli(len(env_ids), self.cfg.hybrid_init_prob)
-        default_ids, ref_ids = env_ids[~use_ref], env_ids[use_ref]
-        plans = [self.default_plan(default_ids)]
-        if len(ref_ids):  # a reference plan costs a motion query even for no envs
-            plans.append(self.reference_plan(ref_ids, random_time=True))
-        return ResetPlan.cat(plans)
+            return self._default_draws(count)
+        if mode == "Hybrid":  # reference states only for the rows that get one
+            use_reference = self._bernoulli(count, self.cfg.hybrid_init_prob)
+            default_rows, reference_rows = (~use_reference).nonzero().flatten(), use_reference.nonzero().flatten()
+            return merge_draws(count, [(default_rows, self._default_draws(len(default_rows))),
+                                       (reference_rows, self._reference_draws(len(reference_rows), True))])
+        return self._reference_draws(count, random_time=mode == "Random")
+
+    def _reference_draws(self, count: int, random_time: bool) -> dict:
+        """`count` reference states of clips sampled by weight at a uniform time or t = 0."""
+        motion_lib = self._require_motion_lib(f"state_init={self.cfg.state_init!r}")
+        motion_ids = (motion_lib.sample_motions(count, generator=self.generator) if count
+                      else torch.zeros(0, dtype=torch.long, device=self.device))
+        times = (motion_lib.sample_time(motion_ids, generator=self.generator) if random_time
+                 else torch.zeros(count, device=self.device))
+        return self._reference_resets(motion_ids, times)
+
+    def plan_from_draws(self, env_ids: torch.Tensor, draws: dict) -> ResetPlan:
+        """The plan that resets `env_ids [n]` into `draws` (as `_draw_resets` makes them, n rows)."""
+        states = RobotStates(*(draws[name] for name in STATE_FIELDS))
+        kinematics = ArticulationState(*(draws[name] for name in KINEMATICS_FIELDS))
+        return ResetPlan(env_ids, states, draws["amp_history"], kinematics, draws["policy_obs"])
 
     def default_states(self, n: int) -> RobotStates:
         """Standing pose: root at DEFAULT_ROOT_HEIGHT, identity rotation, zero DoFs, at rest."""
@@ -517,48 +570,33 @@ class Humanoid:
         dofs = torch.zeros(n, self.robot.num_dofs, device=self.device)
         return RobotStates(root_pos, rot.quat_identity(n, device=self.device), zeros3, zeros3, dofs, dofs)
 
-    def default_plan(self, env_ids: torch.Tensor) -> ResetPlan:
-        """Every env in the standing pose; its AMP history repeats the pose's (constant) frame."""
-        n = len(env_ids)
-        history = self.default_amp_obs.unsqueeze(1).expand(n, self.num_amp_obs_steps, -1)
-        kinematics = ArticulationState(*(x.expand(n, *x.shape[1:]) for x in self.default_kinematics.as_tuple()))
-        return ResetPlan(env_ids, self.default_states(n), history, kinematics)
+    def _default_draws(self, count: int) -> dict:
+        """`count` standing poses; the AMP history repeats the pose's (constant) frame."""
+        draws = dict(zip(STATE_FIELDS, self.default_states(count).as_tuple()))
+        draws.update((name, x.expand(count, *x.shape[1:]))
+                     for name, x in zip(KINEMATICS_FIELDS, self.default_kinematics.as_tuple()))
+        draws["amp_history"] = self.default_amp_obs.unsqueeze(1).expand(count, self.num_amp_obs_steps, -1)
+        draws["policy_obs"] = self.default_policy_obs.expand(count, -1)
+        return draws
 
     def kinematics_of(self, states: RobotStates) -> ArticulationState:
         """Body states and joint quantities `[n]` the simulator will report for `states`."""
         return articulation_state(self.robot, *states.as_tuple())
 
-    def reference_plan(self, env_ids: torch.Tensor, random_time: bool = True,
-                       motion_ids: torch.Tensor | None = None,
+    def reference_plan(self, env_ids: torch.Tensor, motion_ids: torch.Tensor | None = None,
                        times: torch.Tensor | None = None) -> ResetPlan:
-        """Reference-state init: clips sampled by weight (or `motion_ids`), at a uniform time
-        (`random_time`), t = 0, or `times`. Sampled clips at random times come from the draws
-        made ahead (`reference_draws`) unless `reset_pool_size` is 0."""
+        """Reference-state init of `env_ids` now: clips `motion_ids` (default: sampled by weight)
+        at `times` (default: uniform)."""
         n = len(env_ids)
-        motion_lib = self._require_motion_lib(f"state_init={self.cfg.state_init!r}")
-        if motion_ids is None and times is None and random_time and self.reference_draws is not None:
-            draws = self.reference_draws.take(n)
-        else:
-            if motion_ids is None:
-                motion_ids = (motion_lib.sample_motions(n, generator=self.generator) if n
-                              else torch.zeros(0, dtype=torch.long, device=self.device))
-            if times is None:
-                times = (motion_lib.sample_time(motion_ids, generator=self.generator) if random_time
-                         else torch.zeros(n, device=self.device))
-            draws = self._reference_resets(motion_ids, times)
-        states = RobotStates(*(draws[name] for name in _STATE_FIELDS))
-        kinematics = ArticulationState(*(draws[name] for name in _KINEMATICS_FIELDS))
-        return ResetPlan(env_ids, states, draws["amp_history"], kinematics)
-
-    def _draw_reference_resets(self, count: int) -> dict:
-        """`count` reference-state resets of clips sampled by weight at uniform random times."""
         motion_lib = self._require_motion_lib("reference-state init")
-        motion_ids = motion_lib.sample_motions(count, generator=self.generator)
-        return self._reference_resets(motion_ids, motion_lib.sample_time(motion_ids, generator=self.generator))
+        if motion_ids is None:
+            motion_ids = motion_lib.sample_motions(n, generator=self.generator)
+        if times is None:
+            times = motion_lib.sample_time(motion_ids, generator=self.generator)
+        return self.plan_from_draws(env_ids, self._reference_resets(motion_ids, times))
 
     def _reference_resets(self, motion_ids: torch.Tensor, times: torch.Tensor) -> dict:
-        """Reference states of clips `motion_ids [n]` at `times [n]`: the RobotStates and
-        ArticulationState fields `[n, ...]` and `amp_history [n, steps, per_step]`."""
+        """Reference states of clips `motion_ids [n]` at `times [n]` as `_draw_resets` returns them."""
         n, steps = len(motion_ids), self.num_amp_obs_steps
         # One query for the initial state (k = 0) and the AMP history (k = 1 .. steps - 1).
         offsets = self.control_dt * torch.arange(steps, device=self.device, dtype=times.dtype)
@@ -567,26 +605,18 @@ class Humanoid:
         now = slice(None, None, steps)
         states = RobotStates(ms.root_pos[now], ms.root_rot[now], ms.root_lin_vel[now],
                              ms.root_ang_vel[now], ms.dof_pos[now], ms.dof_vel[now])
-        draws = dict(zip(_STATE_FIELDS, states.as_tuple()))
-        draws.update(zip(_KINEMATICS_FIELDS, self.kinematics_of(states).as_tuple()))
+        draws = dict(zip(STATE_FIELDS, states.as_tuple()))
+        kinematics = self.kinematics_of(states)
+        draws.update(zip(KINEMATICS_FIELDS, kinematics.as_tuple()))
+        draws["policy_obs"] = self.policy_obs_of(kinematics)
         draws["amp_history"] = self.amp_obs_from_motion_state(ms).reshape(n, steps, self.num_amp_obs_per_step)
         return draws
-
-    def plan_from_states(self, env_ids: torch.Tensor, states: RobotStates,
-                         amp_obs: torch.Tensor | None = None,
-                         kinematics: ArticulationState | None = None) -> ResetPlan:
-        """A plan that sets `states` on `env_ids` with a history repeating their AMP frame
-        (`amp_obs [n, per_step]` and `kinematics` when known, else computed from the states)."""
-        if amp_obs is None:
-            amp_obs = self.amp_obs_from_states(states)
-        history = amp_obs.unsqueeze(1).expand(-1, self.num_amp_obs_steps, -1)
-        return ResetPlan(env_ids, states, history, kinematics)
 
     def reset_reference(self, env_ids: torch.Tensor, motion_ids: torch.Tensor | None = None,
                         times: torch.Tensor | None = None) -> None:
         """Reset `env_ids` to reference states (sampled, or the given clips and times) now,
         AMP history included; e.g. to inspect or test a clip."""
-        plan = self.reference_plan(env_ids, random_time=True, motion_ids=motion_ids, times=times)
+        plan = self.reference_plan(env_ids, motion_ids=motion_ids, times=times)
         self.sim.set_robot_state(plan.env_ids, *plan.states.as_tuple(), kinematics=plan.kinematics)
         self._start_episodes(env_ids, plan)
 

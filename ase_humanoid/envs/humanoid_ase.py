@@ -22,7 +22,14 @@ from __future__ import annotations
 import torch
 
 from ase_humanoid.envs.config import HumanoidASEConfig
-from ase_humanoid.envs.humanoid import Humanoid, ResetPlan, RobotStates
+from ase_humanoid.envs.humanoid import (
+    KINEMATICS_FIELDS,
+    STATE_FIELDS,
+    Humanoid,
+    ResetPlan,
+    RobotStates,
+    merge_draws,
+)
 from ase_humanoid.envs.terminations import nonfinite_envs
 from ase_humanoid.sim.base import make_backend
 from ase_humanoid.utils import rotations as rot
@@ -47,6 +54,7 @@ class HumanoidASE(Humanoid):
         fall_states = self._fall_states(torch.arange(self.fall_pool_size, device=self.device))
         self.fall_amp_obs = self.amp_obs_from_states(fall_states)
         self.fall_kinematics = self.kinematics_of(fall_states)
+        self.fall_policy_obs = self.policy_obs_of(self.fall_kinematics)
 
     def _generate_fall_pool(self, pool_size: int):
         """Simulate `pool_size` random falls in one batched run; returns root_pos [P, 3],
@@ -100,12 +108,23 @@ class HumanoidASE(Humanoid):
         self.recovery_counter[env_ids[recover]] = cfg.recovery_steps
 
         others = env_ids[~recover]
-        from_pool = self._bernoulli(len(others), cfg.fall_init_prob)
-        fall_ids, rest = others[from_pool], others[~from_pool]
-        self.recovery_counter[fall_ids] = cfg.recovery_steps
-        self.recovery_counter[rest] = 0
-        plans = [self.fall_plan(fall_ids)] if len(fall_ids) else []
-        return ResetPlan.cat(plans + [super().plan_reset(rest)])
+        draws = self.take_resets(len(others))
+        self.recovery_counter[others] = torch.where(draws["from_fall_pool"], cfg.recovery_steps, 0)
+        return self.plan_from_draws(others, draws)
+
+    def _draw_resets(self, count: int) -> dict:
+        """The `state_init` draws, each replaced with probability `fall_init_prob` by a random
+        fall-pool state at rest; field `from_fall_pool [count]` bool says which."""
+        from_pool = self._bernoulli(count, self.cfg.fall_init_prob)
+        pool_rows, other_rows = from_pool.nonzero().flatten(), (~from_pool).nonzero().flatten()
+        pick = torch.randint(0, self.fall_pool_size, (len(pool_rows),), generator=self.generator, device=self.device)
+        fall = dict(zip(STATE_FIELDS, self._fall_states(pick).as_tuple()))
+        fall.update(zip(KINEMATICS_FIELDS, self.fall_kinematics.index_select(pick).as_tuple()))
+        fall["amp_history"] = self.fall_amp_obs[pick].unsqueeze(1).expand(-1, self.num_amp_obs_steps, -1)
+        fall["policy_obs"] = self.fall_policy_obs[pick]
+        draws = merge_draws(count, [(other_rows, super()._draw_resets(len(other_rows))), (pool_rows, fall)])
+        draws["from_fall_pool"] = from_pool
+        return draws
 
     def _fall_states(self, pool_ids: torch.Tensor) -> RobotStates:
         """Fall-pool entries `pool_ids`, at rest."""
@@ -113,10 +132,3 @@ class HumanoidASE(Humanoid):
         dof_pos = self.fall_dof_pos[pool_ids]
         return RobotStates(self.fall_root_pos[pool_ids], self.fall_root_rot[pool_ids], zeros3, zeros3,
                            dof_pos, torch.zeros_like(dof_pos))
-
-    def fall_plan(self, env_ids: torch.Tensor) -> ResetPlan:
-        """Random fall-pool states for `env_ids` (their AMP frames were computed with the pool)."""
-        pick = torch.randint(0, self.fall_pool_size, (len(env_ids),), generator=self.generator,
-                             device=self.device)
-        return self.plan_from_states(env_ids, self._fall_states(pick), self.fall_amp_obs[pick],
-                                     self.fall_kinematics.index_select(pick))

@@ -67,7 +67,7 @@ def policy_observation(
     local = rot.matmul_exact(vectors, rot.heading_frame_matrix(root_rot))  # [n, 5 B - 1, 3]
     if not local_root_obs:  # the root's own rotation keeps its heading
         local[:, num_bodies - 1: num_bodies + 1] = world_tan_norm[:, :2]
-    return torch.cat([root_pos[:, 2:3], local.reshape(n, -1)], dim=-1).reshape(*lead, 15 * num_bodies - 2)
+    return torch.cat([root_pos[:, 2:3], local.reshape(n, 3 * (5 * num_bodies - 1))], dim=-1).reshape(*lead, 15 * num_bodies - 2)
 
 
 def joint_rotations(robot: RobotDescription, dof_pos: torch.Tensor) -> torch.Tensor:
@@ -109,11 +109,50 @@ def amp_observation(
             root_pos[:, 2:3],
             local[:, :4].reshape(n, 12),
             rot.quat_to_tan_norm(joint_rot.reshape(n, num_joints, 4)).reshape(n, 6 * num_joints),
-            joint_vel.reshape(n, -1),
+            joint_vel.reshape(n, joint_vel.shape[-1]),
             local[:, 4:].reshape(n, 3 * num_keys),
         ],
         dim=-1,
-    ).reshape(*lead, -1)
+    ).reshape(*lead, 13 + 6 * num_joints + joint_vel.shape[-1] + 3 * num_keys)
+
+
+def humanoid_observations(
+    body_pos: torch.Tensor,
+    body_rot: torch.Tensor,
+    body_lin_vel: torch.Tensor,
+    body_ang_vel: torch.Tensor,
+    joint_rot: torch.Tensor,
+    joint_vel: torch.Tensor,
+    key_body_ids: torch.Tensor,
+    local_root_obs: bool = True,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The policy observation `[n, 15 B - 2]` and the AMP observation step `[n, 13 + 6 J + D + 3 K]`
+    of the same states, equal to `policy_observation` and `amp_observation` of them, computed
+    together: one heading matrix and one matmul turn the vectors of both (the env's step path).
+
+    body_* `[n, B, ...]` world body states (body 0 = root), joint_rot `[n, J, 4]`,
+    joint_vel `[n, D]`, key_body_ids `[K]` long.
+    """
+    n, num_bodies = body_pos.shape[:2]
+    root_pos, root_rot = body_pos[:, 0], body_rot[:, 0]
+    world_tan_norm = rot.quat_to_tan_norm(body_rot).reshape(n, 2 * num_bodies, 3)
+    rel_pos = body_pos - root_pos.unsqueeze(1)
+    # Rows: relative positions (B - 1) | tangent/normal pairs (2 B) | linear velocities (B) |
+    # angular velocities (B) | key-body positions (K). The AMP terms of the root are rows of it.
+    vectors = torch.cat([rel_pos[:, 1:], world_tan_norm, body_lin_vel, body_ang_vel,
+                         rel_pos.index_select(1, key_body_ids)], dim=1)
+    local = rot.matmul_exact(vectors, rot.heading_frame_matrix(root_rot))
+    if not local_root_obs:  # the root's own rotation keeps its heading
+        local[:, num_bodies - 1: num_bodies + 1] = world_tan_norm[:, :2]
+    policy_rows = 5 * num_bodies - 1
+    height = root_pos[:, 2:3]
+    policy = torch.cat([height, local[:, :policy_rows].reshape(n, 3 * policy_rows)], dim=-1)
+    root_rows = local[:, num_bodies - 1: num_bodies + 1].reshape(n, 6)
+    lin, ang = 3 * num_bodies - 1, 4 * num_bodies - 1  # rows of the root's velocities
+    amp = torch.cat([height, root_rows, local[:, lin], local[:, ang],
+                     rot.quat_to_tan_norm(joint_rot).reshape(n, 6 * joint_rot.shape[1]), joint_vel,
+                     local[:, policy_rows:].reshape(n, 3 * len(key_body_ids))], dim=-1)
+    return policy, amp
 
 
 def flatten_amp_history(history: torch.Tensor) -> torch.Tensor:

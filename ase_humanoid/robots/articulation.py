@@ -238,7 +238,7 @@ def _joint_rates_planes(c: _Constants, dof_pos: torch.Tensor, dof_vel: torch.Ten
         spherical = torch.stack([(cos_b_a * cos_c).addcmul_(sin_c, b_rate), (b_rate * cos_c).addcmul_(cos_b_a, sin_c, value=-1.0),
                                  (sin_b * a_rate).add_(c_rate)])  # [3, S, n]
         parts.append(spherical)
-        joint_vel = dof_vel.index_copy(0, c.spherical_dofs, spherical.reshape(-1, n))
+        joint_vel = dof_vel.index_copy(0, c.spherical_dofs, spherical.reshape(len(c.spherical_dofs), n))
     if c.hinge_dofs.numel():  # a hinge's joint velocity is its rate
         parts.append(c.hinge_axes * dof_vel.index_select(0, c.hinge_dofs))
     return torch.cat(parts, dim=1), joint_vel
