@@ -74,6 +74,7 @@ class _Constants:
 
     level_slices: tuple  # per level l >= 1: slice of its rows in level order
     level_parent_rows: tuple  # per level l >= 1: [L_l] parent rows within level l - 1, or None (one parent)
+    level_welded: tuple  # per level l >= 1: whether no body of the level has a joint (hands, props)
     level_order: torch.Tensor  # [B] body ids in level order
     body_slots: torch.Tensor  # [B] row of each body in level order
     parent_rows: torch.Tensor  # [B - 1] level-order row of each non-root body's parent (level order)
@@ -120,6 +121,8 @@ def _build_constants(robot: RobotDescription, device, dtype) -> _Constants:
     return _Constants(
         level_slices=tuple(slice(start, stop) for start, stop in levels.level_rows[1:]),
         level_parent_rows=levels.parent_rows,
+        level_welded=tuple(all(b not in spherical + hinge for b in order[start:stop])
+                           for start, stop in levels.level_rows[1:]),
         level_order=levels.order,
         body_slots=levels.body_slots,
         parent_rows=to_dev(torch.tensor([slot[parents[b]] for b in order[1:]], dtype=torch.long)),
@@ -164,13 +167,15 @@ def articulation_state(
     joint_rot_p = _joint_local_rot_planes(c, dof_pos_p)  # [4, 1 + S + H, n]
     joint_rate_p, joint_vel_p = _joint_rates_planes(c, dof_pos_p, dof_vel_p)  # [3, 1 + S + H, n], [D, n]
 
-    # World rotations [4, B, n] in level order, one depth level at a time.
+    # World rotations [4, B, n] in level order, one depth level at a time (the root has no joint
+    # of its own: its world rotation is root_rot; a level without joints turns with its parents).
     local_rot = joint_rot_p.index_select(1, c.joint_rows)
-    level_rot = rot.quat_mul_planes(root_rot_p.unsqueeze(1), local_rot[:, :1])
+    level_rot = root_rot_p.unsqueeze(1)
     all_rot = [level_rot]
-    for rows, parent_rows in zip(c.level_slices, c.level_parent_rows):
+    for rows, parent_rows, welded in zip(c.level_slices, c.level_parent_rows, c.level_welded):
         parent_rot = level_rot if parent_rows is None else level_rot.index_select(1, parent_rows)
-        level_rot = rot.quat_mul_planes(parent_rot, local_rot[:, rows])
+        level_rot = parent_rot.expand(4, rows.stop - rows.start, n) if welded else (
+            rot.quat_mul_planes(parent_rot, local_rot[:, rows]))
         all_rot.append(level_rot)
     body_rot = torch.cat(all_rot, dim=1)
 

@@ -50,8 +50,6 @@ from ase_humanoid.utils.rotations import quat_rotate, quat_rotate_inverse
 
 _FULLPHYSICS = int(mujoco.mjtState.mjSTATE_FULLPHYSICS)
 _CTRL = int(mujoco.mjtState.mjSTATE_CTRL)
-_WXYZ_FROM_XYZW = torch.tensor([3, 0, 1, 2])
-_XYZW_FROM_WXYZ = torch.tensor([1, 2, 3, 0])
 
 
 class MujocoCpuBackend(SimBackend):
@@ -105,6 +103,8 @@ class MujocoCpuBackend(SimBackend):
             name: _free_body_cols(qpos_off + layout.prop_qpos_adr[name], qvel_off + layout.prop_qvel_adr[name])
             for name in self.prop_names
         }
+        dof_cols = np.concatenate([qpos_off + layout.dof_qpos_adr, qvel_off + layout.dof_qvel_adr])
+        self._robot_write_cols = np.concatenate([_free_body_columns(self._root_cols), dof_cols])
         self._body_contact_cols = _as_slice((layout.body_contact_adr[:, None] + np.arange(3)).reshape(-1))
         self._dof_actuator_ids = layout.dof_actuator_ids
         self._actuators_in_dof_order = bool(
@@ -252,21 +252,16 @@ class MujocoCpuBackend(SimBackend):
             self._sensordata[broken] = 0.0
         return bool(broken.size)
 
-    def _put(self, ids: np.ndarray, cols, values: torch.Tensor) -> None:
-        """Write `values [n, k]` into rows `ids` and columns `cols` (slice or index array)."""
-        values = values.detach().to("cpu", torch.float64).numpy()
-        if isinstance(cols, slice):
-            self._state[ids, cols] = values
-        else:
-            self._state[np.ix_(ids, cols)] = values
+    @staticmethod
+    def _free_body_values(pos, rot, lin_vel, ang_vel) -> torch.Tensor:
+        """State-array values `[n, 13]` (float64) of free bodies in the order of `_free_body_columns`:
+        position, quaternion w x y z, linear velocity, angular velocity in the body frame."""
+        pos, rot, lin_vel, ang_vel = (x.detach().to("cpu", torch.float64) for x in (pos, rot, lin_vel, ang_vel))
+        return torch.cat([pos, rot[:, 3:], rot[:, :3], lin_vel, quat_rotate_inverse(rot, ang_vel)], dim=1)
 
-    def _write_free_body(self, ids, cols, pos, rot, lin_vel, ang_vel):
-        pos_cols, quat_cols, lin_cols, ang_cols = cols
-        rot64 = rot.detach().to("cpu", torch.float64)
-        self._put(ids, pos_cols, pos)
-        self._put(ids, quat_cols, rot64.index_select(1, _WXYZ_FROM_XYZW))
-        self._put(ids, lin_cols, lin_vel)
-        self._put(ids, ang_cols, quat_rotate_inverse(rot64, ang_vel.detach().to("cpu", torch.float64)))
+    def _write_rows(self, ids: np.ndarray, cols: np.ndarray, values: torch.Tensor) -> None:
+        """One scattered write of `values [n, k]` (float64) into rows `ids`, columns `cols [k]`."""
+        self._state[np.ix_(ids, cols)] = values.numpy()
 
     def set_robot_state(self, env_ids, root_pos, root_rot, root_lin_vel, root_ang_vel, dof_pos,
                         dof_vel, kinematics=None) -> None:
@@ -278,9 +273,9 @@ class MujocoCpuBackend(SimBackend):
             return
         ids = ids_t.numpy()
         repaired = self._repair_non_finite(ids)
-        self._write_free_body(ids, self._root_cols, root_pos, root_rot, root_lin_vel, root_ang_vel)
-        self._put(ids, self._dof_pos_cols, dof_pos)
-        self._put(ids, self._dof_vel_cols, dof_vel)
+        dofs = torch.cat([dof_pos.detach(), dof_vel.detach()], dim=1).to("cpu", torch.float64)
+        self._write_rows(ids, self._robot_write_cols, torch.cat(
+            [self._free_body_values(root_pos, root_rot, root_lin_vel, root_ang_vel), dofs], dim=1))
         # No contact has been solved for the new pose yet.
         if isinstance(self._body_contact_cols, slice):
             self._sensordata[ids, self._body_contact_cols] = 0.0
@@ -300,7 +295,7 @@ class MujocoCpuBackend(SimBackend):
         if n == 0:
             return
         ids = ids_t.numpy()
-        self._write_free_body(ids, self._prop_cols[name], pos, rot, lin_vel, ang_vel)
+        self._write_rows(ids, _free_body_columns(self._prop_cols[name]), self._free_body_values(pos, rot, lin_vel, ang_vel))
         adr = self._layout.prop_contact_adr[name]
         self._sensordata[ids, adr: adr + 4] = 0.0
 
@@ -314,6 +309,11 @@ def _free_body_cols(qpos_adr: int, qvel_adr: int) -> tuple:
     velocity in the body frame), as slices."""
     return (slice(qpos_adr, qpos_adr + 3), slice(qpos_adr + 3, qpos_adr + 7),
             slice(qvel_adr, qvel_adr + 3), slice(qvel_adr + 3, qvel_adr + 6))
+
+
+def _free_body_columns(cols: tuple) -> np.ndarray:
+    """The 13 state-array columns of a free joint's `_free_body_cols` slices, as an index array."""
+    return np.concatenate([np.arange(c.start, c.stop) for c in cols])
 
 
 def _as_slice(cols: np.ndarray):
