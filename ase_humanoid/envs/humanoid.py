@@ -42,14 +42,7 @@ from ase_humanoid.envs.config import HumanoidEnvConfig, env_config_from_dict
 from ase_humanoid.envs.reset_pool import DrawAhead
 from ase_humanoid.errors import ConfigError
 from ase_humanoid.robots.description import load_robot, load_robot_config, robot_names
-from ase_humanoid.robots.kinematics import (
-    ArticulationState,
-    articulation_state,
-    body_state_from_qpos,
-    dof_pos_to_local_rot,
-    forward_kinematics,
-    joint_vel_from_dof_vel,
-)
+from ase_humanoid.robots.kinematics import ArticulationState, articulation_state, body_state_from_qpos
 from ase_humanoid.sim.base import PHYSICS_DT, PropSpec, make_backend
 from ase_humanoid.utils import rotations as rot
 from ase_humanoid.utils.render import Marker  # render-only shapes (kind, pos, size, rgba, mat)
@@ -182,7 +175,6 @@ class Humanoid:
     def _init_buffers(self):
         robot, n, dev = self.robot, self.num_envs, self.device
         self.key_body_ids = torch.tensor(robot.key_body_ids, dtype=torch.long, device=dev)
-        self._joint_body_ids = torch.tensor(robot.dof_body_ids, dtype=torch.long, device=dev)  # [J]
         non_contact = torch.ones(robot.num_bodies, dtype=torch.bool, device=dev)
         non_contact[robot.contact_body_ids] = False
         self.non_contact_mask = non_contact  # [B]
@@ -465,26 +457,24 @@ class Humanoid:
         ms = motion_lib.get_motion_state(motion_ids, times, body_states=False)
         return self.amp_obs_from_motion_state(ms)
 
-    def amp_obs_from_motion_state(self, ms) -> torch.Tensor:
-        """AMP observation steps `[n, per_step]` of MotionLib states `ms` (a `MotionState`)."""
-        return self._amp_obs_from_dofs(ms.root_pos, ms.root_rot, ms.root_lin_vel, ms.root_ang_vel,
-                                       ms.dof_pos, ms.joint_vel)
+    def amp_obs_from_motion_state(self, ms, kinematics: ArticulationState | None = None) -> torch.Tensor:
+        """AMP observation steps `[n, per_step]` of MotionLib states `ms` (a `MotionState`), with
+        `kinematics` their ArticulationState when already computed. Key-body positions and joint
+        rotations come from the simulator's own kinematics of the root and DoF positions (so a
+        state set in the simulator gives the same frame), joint velocities from the clip."""
+        if kinematics is None:
+            kinematics = articulation_state(self.robot, ms.root_pos, ms.root_rot, ms.root_lin_vel,
+                                            ms.root_ang_vel, ms.dof_pos, ms.dof_vel)
+        return obs_fn.amp_observation(ms.root_pos, ms.root_rot, ms.root_lin_vel, ms.root_ang_vel,
+                                      kinematics.joint_rot, ms.joint_vel,
+                                      kinematics.body_pos.index_select(1, self.key_body_ids), self.cfg.local_root_obs)
 
     def amp_obs_from_states(self, states: RobotStates) -> torch.Tensor:
         """AMP observation steps `[n, per_step]` the simulator will give for humanoid `states`."""
-        return self._amp_obs_from_dofs(states.root_pos, states.root_rot, states.root_lin_vel,
-                                       states.root_ang_vel, states.dof_pos,
-                                       joint_vel_from_dof_vel(self.robot, states.dof_pos, states.dof_vel))
-
-    def _amp_obs_from_dofs(self, root_pos, root_rot, root_lin_vel, root_ang_vel, dof_pos, joint_vel):
-        # Key-body positions by forward kinematics of the root and DoF positions: the
-        # simulator's own kinematics, so a state set in the simulator gives the same frame.
-        local_rot = dof_pos_to_local_rot(self.robot, dof_pos)
-        body_pos, _ = forward_kinematics(self.robot.parent_indices, self.robot.local_translation,
-                                         local_rot, root_pos, root_rot)
-        return obs_fn.amp_observation(root_pos, root_rot, root_lin_vel, root_ang_vel,
-                                      local_rot.index_select(1, self._joint_body_ids), joint_vel,
-                                      body_pos.index_select(1, self.key_body_ids), self.cfg.local_root_obs)
+        kinematics = self.kinematics_of(states)
+        return obs_fn.amp_observation(states.root_pos, states.root_rot, states.root_lin_vel, states.root_ang_vel,
+                                      kinematics.joint_rot, kinematics.joint_vel,
+                                      kinematics.body_pos.index_select(1, self.key_body_ids), self.cfg.local_root_obs)
 
     def policy_obs_from_motion(self, motion_ids: torch.Tensor, times: torch.Tensor) -> torch.Tensor:
         """Humanoid part of the policy observation `[n, 15 B - 2]` for reference states."""
@@ -605,14 +595,15 @@ class Humanoid:
         offsets = self.control_dt * torch.arange(steps, device=self.device, dtype=times.dtype)
         ms = self.motion_lib.get_motion_state(motion_ids.repeat_interleave(steps),
                                               (times.unsqueeze(-1) - offsets).reshape(-1), body_states=False)
+        # Kinematics of every queried frame: the AMP history's, and the new states' (rows k = 0).
+        kinematics = articulation_state(self.robot, ms.root_pos, ms.root_rot, ms.root_lin_vel,
+                                        ms.root_ang_vel, ms.dof_pos, ms.dof_vel)
         now = slice(None, None, steps)
-        states = RobotStates(ms.root_pos[now], ms.root_rot[now], ms.root_lin_vel[now],
-                             ms.root_ang_vel[now], ms.dof_pos[now], ms.dof_vel[now])
-        draws = dict(zip(STATE_FIELDS, states.as_tuple()))
-        kinematics = self.kinematics_of(states)
-        draws.update(zip(KINEMATICS_FIELDS, kinematics.as_tuple()))
-        draws["policy_obs"] = self.policy_obs_of(kinematics)
-        draws["amp_history"] = self.amp_obs_from_motion_state(ms).reshape(n, steps, self.num_amp_obs_per_step)
+        draws = {name: getattr(ms, name)[now] for name in STATE_FIELDS}
+        draws.update((name, x[now]) for name, x in zip(KINEMATICS_FIELDS, kinematics.as_tuple()))
+        draws["policy_obs"] = obs_fn.policy_observation(*(draws[name] for name in KINEMATICS_FIELDS[:4]),
+                                                        local_root_obs=self.cfg.local_root_obs)
+        draws["amp_history"] = self.amp_obs_from_motion_state(ms, kinematics).reshape(n, steps, self.num_amp_obs_per_step)
         return draws
 
     def reset_reference(self, env_ids: torch.Tensor, motion_ids: torch.Tensor | None = None,
