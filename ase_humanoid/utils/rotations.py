@@ -235,17 +235,19 @@ def heading_frame_matrix(q: torch.Tensor) -> torch.Tensor:
     heading frame of q: the rotation `calc_heading_quat_inv(q)` applies, as a matrix, so that
     many vectors per quaternion take one small matmul.
 
-    The heading direction is the rotated x axis projected on the ground plane; when it has no
-    ground-plane length (x axis vertical) the heading is 0, as atan2(0, 0) gives in calc_heading.
+    The heading direction is the rotated x axis projected on the ground plane; when its
+    ground-plane length is within rounding noise of 0 (x axis vertical, where the heading is
+    undefined) the heading is 0, as atan2(0, 0) gives in calc_heading.
     """
     x, y, z, w = q.unbind(-1)
     # First two components of the rotated x axis (the tangent of quat_to_tan_norm).
-    hx = w * w + x * x - y * y - z * z
-    hy = 2.0 * (x * y + w * z)
-    length = torch.sqrt(hx * hx + hy * hy)
-    flat = length < 1e-12
-    cos = torch.where(flat, torch.ones_like(hx), hx / length.clamp_min(1e-12))
-    sin = torch.where(flat, torch.zeros_like(hy), hy / length.clamp_min(1e-12))
+    hx = (w * w).addcmul_(x, x).addcmul_(y, y, value=-1.0).addcmul_(z, z, value=-1.0)
+    hy = (x * y).addcmul_(w, z).mul_(2.0)
+    # No ground-plane length beyond rounding noise (x axis vertical): heading 0.
+    flat = (hx * hx).addcmul_(hy, hy) < (8.0 * torch.finfo(q.dtype).eps) ** 2
+    hx, hy = hx.masked_fill_(flat, 1.0), hy.masked_fill_(flat, 0.0)
+    inv_length = (hx * hx).addcmul_(hy, hy).rsqrt_()
+    cos, sin = hx * inv_length, hy * inv_length
     zero, one = torch.zeros_like(cos), torch.ones_like(cos)
     # v' = Rz(-heading) v for column vectors; for row vectors v' = v Rz(-heading)^T = v Rz(heading).
     return torch.stack([cos, -sin, zero, sin, cos, zero, zero, zero, one], dim=-1).unflatten(-1, (3, 3))
