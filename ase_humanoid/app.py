@@ -195,5 +195,6 @@ def train(cfg: DictConfig, rank: int = 0, world_size: int = 1) -> Path:
         close = getattr(env, "close", None)
         if close is not None:
             close()
+    dist_utils.shutdown()
     return run_dir
 

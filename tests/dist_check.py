@@ -49,7 +49,7 @@ def main(out: str, overrides: list[str]) -> None:
         }
         Path(out).write_text(json.dumps(result))
     env.close()
-    dist.destroy_process_group()
+    distributed.shutdown()
 
 
 if __name__ == "__main__":

@@ -34,6 +34,14 @@ def init_from_env(device: str) -> tuple[int, int]:
     return dist.get_rank(), dist.get_world_size()
 
 
+def shutdown() -> None:
+    """Leave the process group together: a barrier first, so that no rank tears its gloo
+    connections down while another still uses them (that aborts the other process)."""
+    if dist.is_available() and dist.is_initialized():
+        dist.barrier()
+        dist.destroy_process_group()
+
+
 def broadcast_module_(module: torch.nn.Module, src: int = 0) -> None:
     """Copy rank `src`'s parameters and buffers to every rank."""
     for tensor in list(module.parameters()) + list(module.buffers()):
