@@ -353,3 +353,17 @@ def test_cpu_backend_takes_precomputed_kinematics(robot_name):
     finally:
         computed.close()
         given.close()
+
+
+def test_reset_pool_size_is_a_task_config_key():
+    """Every task's YAML carries the key, so `task.env.reset_pool_size=...` reaches the env."""
+    from ase_humanoid.app import build_env
+    from ase_humanoid.config import compose_config
+
+    for size in (0, 16):
+        cfg = compose_config(["task=HumanoidAMP", "num_envs=2", "num_threads=1", f"task.env.reset_pool_size={size}"])
+        env = build_env(cfg)
+        assert (env.reset_draws is None) if size == 0 else (env.reset_draws.size == size)
+        env.close()
+    for task in task_names():
+        assert compose_config([f"task={task}"]).task.env.reset_pool_size == 1024
