@@ -65,10 +65,6 @@ class RobotStates:
     def as_tuple(self) -> tuple:
         return (self.root_pos, self.root_rot, self.root_lin_vel, self.root_ang_vel, self.dof_pos, self.dof_vel)
 
-    @staticmethod
-    def cat(batches: list["RobotStates"]) -> "RobotStates":
-        return RobotStates(*(torch.cat(parts, dim=0) for parts in zip(*(b.as_tuple() for b in batches))))
-
 
 @dataclass
 class ResetPlan:
@@ -85,19 +81,6 @@ class ResetPlan:
     amp_history: torch.Tensor  # [n, steps, per_step], newest (the new state itself) first
     kinematics: ArticulationState | None = None  # [n]
     policy_obs: torch.Tensor | None = None  # [n, 15 B - 2]
-
-    @staticmethod
-    def cat(plans: list["ResetPlan"]) -> "ResetPlan":
-        non_empty = [p for p in plans if len(p.env_ids)]
-        if len(non_empty) <= 1:  # nothing to concatenate (most steps reset envs of one kind)
-            return non_empty[0] if non_empty else plans[0]
-        kinematics = policy_obs = None
-        if all(p.kinematics is not None for p in non_empty):
-            kinematics = ArticulationState.cat([p.kinematics for p in non_empty])
-        if all(p.policy_obs is not None for p in non_empty):
-            policy_obs = torch.cat([p.policy_obs for p in non_empty])
-        return ResetPlan(torch.cat([p.env_ids for p in non_empty]), RobotStates.cat([p.states for p in non_empty]),
-                         torch.cat([p.amp_history for p in non_empty]), kinematics, policy_obs)
 
 
 STATE_FIELDS = ("root_pos", "root_rot", "root_lin_vel", "root_ang_vel", "dof_pos", "dof_vel")
@@ -208,8 +191,8 @@ class Humanoid:
         # The standing pose's AMP frame and kinematics never change: computed once for every
         # Default reset.
         default = self.default_states(1)
-        self.default_amp_obs = self.amp_obs_from_states(default)  # [1, P]
         self.default_kinematics = self.kinematics_of(default)  # [1]
+        self.default_amp_obs = self.amp_obs_from_states(default, self.default_kinematics)  # [1, P]
         self.default_policy_obs = self.policy_obs_of(self.default_kinematics)  # [1, 15 B - 2]
         self.reset_draws = None
         if self.cfg.reset_pool_size > 0:
@@ -469,9 +452,11 @@ class Humanoid:
                                       kinematics.joint_rot, ms.joint_vel,
                                       kinematics.body_pos.index_select(1, self.key_body_ids), self.cfg.local_root_obs)
 
-    def amp_obs_from_states(self, states: RobotStates) -> torch.Tensor:
-        """AMP observation steps `[n, per_step]` the simulator will give for humanoid `states`."""
-        kinematics = self.kinematics_of(states)
+    def amp_obs_from_states(self, states: RobotStates, kinematics: ArticulationState | None = None) -> torch.Tensor:
+        """AMP observation steps `[n, per_step]` the simulator will give for humanoid `states`
+        (`kinematics`: theirs, when already computed)."""
+        if kinematics is None:
+            kinematics = self.kinematics_of(states)
         return obs_fn.amp_observation(states.root_pos, states.root_rot, states.root_lin_vel, states.root_ang_vel,
                                       kinematics.joint_rot, kinematics.joint_vel,
                                       kinematics.body_pos.index_select(1, self.key_body_ids), self.cfg.local_root_obs)

@@ -52,8 +52,8 @@ class HumanoidASE(Humanoid):
         pool_size = self.cfg.fall_pool_size or max(self.num_envs, 64)
         self.fall_root_pos, self.fall_root_rot, self.fall_dof_pos = self._generate_fall_pool(pool_size)
         fall_states = self._fall_states(torch.arange(self.fall_pool_size, device=self.device))
-        self.fall_amp_obs = self.amp_obs_from_states(fall_states)
         self.fall_kinematics = self.kinematics_of(fall_states)
+        self.fall_amp_obs = self.amp_obs_from_states(fall_states, self.fall_kinematics)
         self.fall_policy_obs = self.policy_obs_of(self.fall_kinematics)
 
     def _generate_fall_pool(self, pool_size: int):

@@ -59,10 +59,6 @@ class ArticulationState:
         """Rows `ids` of the leading dimension."""
         return ArticulationState(*(x.index_select(0, ids) for x in self.as_tuple()))
 
-    @staticmethod
-    def cat(states: list["ArticulationState"]) -> "ArticulationState":
-        return ArticulationState(*(torch.cat(parts, dim=0) for parts in zip(*(s.as_tuple() for s in states))))
-
 
 @dataclass(frozen=True)
 class _Constants:
@@ -194,15 +190,12 @@ def articulation_state(
                     .add_(root_lin_vel_p.unsqueeze(1)))
     body_pos = rel_pos.add_(root_pos_p.unsqueeze(1))
 
-    def env_major(x):  # [k, rows, n] -> [*lead, rows, k], contiguous for the observations
-        return x.permute(2, 1, 0).contiguous().view(*lead, x.shape[1], x.shape[0])
-
     return ArticulationState(
-        body_pos=env_major(body_pos),
-        body_rot=env_major(body_rot.index_select(1, c.body_slots)),
-        body_lin_vel=env_major(body_lin_vel),
-        body_ang_vel=env_major(body_ang_vel),
-        joint_rot=env_major(joint_rot_p.index_select(1, c.joint_group_rows)),
+        body_pos=_from_planes(body_pos, lead),
+        body_rot=_from_planes(body_rot.index_select(1, c.body_slots), lead),
+        body_lin_vel=_from_planes(body_lin_vel, lead),
+        body_ang_vel=_from_planes(body_ang_vel, lead),
+        joint_rot=_from_planes(joint_rot_p.index_select(1, c.joint_group_rows), lead),
         joint_vel=joint_vel_p.T.contiguous().view(*lead, dof_pos.shape[-1]),
     )
 
@@ -247,6 +240,35 @@ def _joint_rates_planes(c: _Constants, dof_pos: torch.Tensor, dof_vel: torch.Ten
     if c.hinge_dofs.numel():  # a hinge's joint velocity is its rate
         parts.append(c.hinge_axes * dof_vel.index_select(0, c.hinge_dofs))
     return torch.cat(parts, dim=1), joint_vel
+
+
+def joint_local_rotations(robot: RobotDescription, dof_pos: torch.Tensor) -> torch.Tensor:
+    """Local rotations `[..., 1 + S + H, 4]` of [no joint (identity), spherical groups...,
+    hinges...] from hinge angles `[..., D]` (the rows `kinematics._joint_rows` indexes)."""
+    c = _constants(robot, dof_pos.device, dof_pos.dtype)
+    rotations = _joint_local_rot_planes(c, _to_planes(dof_pos))
+    return _from_planes(rotations, dof_pos.shape[:-1])
+
+
+def joint_rates(robot: RobotDescription, dof_pos: torch.Tensor, dof_vel: torch.Tensor):
+    """Each joint's angular velocity relative to its parent in its own frame `[..., 1 + S + H, 3]`
+    (rows as `joint_local_rotations`) and the joint velocities `[..., D]` from hinge angles and
+    rates `[..., D]`."""
+    dof_pos, dof_vel = torch.broadcast_tensors(dof_pos, dof_vel)
+    c = _constants(robot, dof_vel.device, dof_vel.dtype)
+    rates, joint_vel = _joint_rates_planes(c, _to_planes(dof_pos), _to_planes(dof_vel))
+    lead = dof_vel.shape[:-1]
+    return _from_planes(rates, lead), joint_vel.T.contiguous().view(*lead, joint_vel.shape[0])
+
+
+def _to_planes(x: torch.Tensor) -> torch.Tensor:
+    """`[..., k]` -> `[k, n]` contiguous."""
+    return x.reshape(-1, x.shape[-1]).T.contiguous()
+
+
+def _from_planes(x: torch.Tensor, lead) -> torch.Tensor:
+    """`[k, rows, n]` -> `[*lead, rows, k]`, contiguous (what the observations read fastest)."""
+    return x.permute(2, 1, 0).contiguous().view(*lead, x.shape[1], x.shape[0])
 
 
 def body_state_from_qpos(

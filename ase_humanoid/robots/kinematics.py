@@ -20,6 +20,8 @@ from ase_humanoid.robots.articulation import (  # noqa: F401  (re-exported: the 
     _broadcast_lead,
     articulation_state,
     body_state_from_qpos,
+    joint_local_rotations,
+    joint_rates,
 )
 from ase_humanoid.robots.description import RobotDescription
 from ase_humanoid.utils import rotations as rot
@@ -150,32 +152,7 @@ def forward_kinematics(
 def dof_pos_to_local_rot(robot: RobotDescription, dof_pos: torch.Tensor) -> torch.Tensor:
     """Hinge angles [..., D] -> local body rotations [..., B, 4] (identity for root and welded bodies)."""
     rows = _joint_rows(robot, range(robot.num_bodies), dof_pos.device)
-    return _joint_local_rot(robot, dof_pos).index_select(-2, rows)
-
-
-def _joint_local_rot(robot: RobotDescription, dof_pos: torch.Tensor) -> torch.Tensor:
-    """Local rotations [..., 1 + S + H, 4] of [no joint (identity), spherical groups..., hinges...]
-    (the rows `_joint_rows` indexes)."""
-    device, dtype = dof_pos.device, dof_pos.dtype
-    half = 0.5 * dof_pos
-    sin_half, cos_half = torch.sin(half), torch.cos(half)
-    parts = [rot.quat_identity((*dof_pos.shape[:-1], 1), dtype=dtype, device=device)]
-    sph = robot.spherical_dof_ids.to(device)
-    if sph.numel():
-        # Rx(a) Ry(b) Rz(c) written out in half-angle sines and cosines (the description checks
-        # that the three hinges are the x, y, z axes): far fewer ops than two quaternion products.
-        columns = sph.T.flatten()  # all a, then all b, then all c: one gather each
-        sa, sb, sc = sin_half.index_select(-1, columns).chunk(3, dim=-1)
-        ca, cb, cc = cos_half.index_select(-1, columns).chunk(3, dim=-1)
-        xy_x, xy_y, xy_z, xy_w = sa * cb, ca * sb, sa * sb, ca * cb  # Rx(a) Ry(b)
-        parts.append(torch.stack([xy_x * cc + xy_y * sc, xy_y * cc - xy_x * sc,
-                                  xy_w * sc + xy_z * cc, xy_w * cc - xy_z * sc], dim=-1))
-    hinge = robot.hinge_dof_ids.to(device)
-    if hinge.numel():
-        axes = robot.dof_axes.to(dtype=dtype, device=device).index_select(0, hinge)  # [H, 3]
-        parts.append(torch.cat([axes * sin_half.index_select(-1, hinge).unsqueeze(-1),
-                                cos_half.index_select(-1, hinge).unsqueeze(-1)], dim=-1))
-    return torch.cat(parts, dim=-2)
+    return joint_local_rotations(robot, dof_pos).index_select(-2, rows)
 
 
 def _joint_rows(robot: RobotDescription, bodies, device) -> torch.Tensor:
@@ -237,26 +214,7 @@ def joint_vel_from_dof_vel(robot: RobotDescription, dof_pos: torch.Tensor, dof_v
     Spherical group: the child's angular velocity relative to its parent in the child frame,
     E(b, c) [a', b', c']; hinge: its rate (unchanged).
     """
-    joint_vel = dof_vel.clone()
-    sph = robot.spherical_dof_ids.to(dof_vel.device)
-    if sph.numel():
-        joint_vel[..., sph] = _spherical_joint_vel(sph, dof_pos, dof_vel)
-    return joint_vel
-
-
-def _spherical_joint_vel(sph: torch.Tensor, dof_pos: torch.Tensor, dof_vel: torch.Tensor) -> torch.Tensor:
-    """Joint velocities [..., S, 3] of the spherical groups `sph [S, 3]` (see joint_vel_from_dof_vel)."""
-    # E(b, c) = [[cos b cos c, sin c, 0], [-cos b sin c, cos c, 0], [sin b, 0, 1]] written out
-    # (a batched 3x3 matmul per joint costs far more than these few elementwise ops).
-    columns = sph.flatten()
-    angles = dof_pos.index_select(-1, columns).unflatten(-1, sph.shape)
-    rates = dof_vel.index_select(-1, columns).unflatten(-1, sph.shape)
-    b, c = angles[..., 1], angles[..., 2]
-    cos_b, sin_b, cos_c, sin_c = torch.cos(b), torch.sin(b), torch.cos(c), torch.sin(c)
-    a_rate, b_rate, c_rate = rates.unbind(-1)
-    return torch.stack([cos_b * cos_c * a_rate + sin_c * b_rate,
-                        -cos_b * sin_c * a_rate + cos_c * b_rate,
-                        sin_b * a_rate + c_rate], dim=-1)
+    return joint_rates(robot, dof_pos, dof_vel)[1]
 
 
 def dof_vel_from_joint_vel(robot: RobotDescription, dof_pos: torch.Tensor, joint_vel: torch.Tensor) -> torch.Tensor:
@@ -284,21 +242,7 @@ def dof_vel_from_joint_vel(robot: RobotDescription, dof_pos: torch.Tensor, joint
 def local_angular_velocity(robot: RobotDescription, dof_pos: torch.Tensor, dof_vel: torch.Tensor) -> torch.Tensor:
     """Each body's angular velocity relative to its parent, in its own frame: [..., B, 3] (0 for root/welded)."""
     rows = _joint_rows(robot, range(robot.num_bodies), dof_vel.device)
-    return _joint_local_ang_vel(robot, dof_pos, dof_vel).index_select(-2, rows)
-
-
-def _joint_local_ang_vel(robot: RobotDescription, dof_pos: torch.Tensor, dof_vel: torch.Tensor) -> torch.Tensor:
-    """Relative angular velocities [..., 1 + S + H, 3] in the rows of `_joint_local_rot`."""
-    device, dtype = dof_vel.device, dof_vel.dtype
-    parts = [torch.zeros(*dof_vel.shape[:-1], 1, 3, dtype=dtype, device=device)]
-    sph = robot.spherical_dof_ids.to(device)
-    if sph.numel():
-        parts.append(_spherical_joint_vel(sph, dof_pos, dof_vel))
-    hinge = robot.hinge_dof_ids.to(device)
-    if hinge.numel():  # a hinge's joint velocity is its rate
-        axes = robot.dof_axes.to(dtype=dtype, device=device).index_select(0, hinge)
-        parts.append(dof_vel.index_select(-1, hinge).unsqueeze(-1) * axes)
-    return torch.cat(parts, dim=-2)
+    return joint_rates(robot, dof_pos, dof_vel)[0].index_select(-2, rows)
 
 
 def _euler_xyz_from_matrix(m: torch.Tensor) -> torch.Tensor:
