@@ -1,17 +1,16 @@
 """Save and restore an env's full state for exact resume, without each env listing its buffers.
 
 Every tensor, torch.Generator and plain scalar attribute of the env (episode counters, AMP
-history, task goals, fall pools, ...), every dataclass of tensors (precomputed kinematics),
-every other attribute with `state_dict` /
-`load_state_dict` methods (draws made ahead) and the simulator backend's own state go into the
-checkpoint; restoring puts them back in place, so a task env added later is covered too.
+history, task goals, fall pools, ...), every dataclass of tensors (precomputed kinematics), every
+other attribute with `state_dict` / `load_state_dict` methods (draws made ahead) and the simulator
+backend's own state go into the checkpoint; restoring puts them back in place, so a task env
+added later is covered too.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 import dataclasses
+from typing import Any
 
 import torch
 

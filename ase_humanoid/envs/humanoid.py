@@ -426,9 +426,7 @@ class Humanoid:
         if env_ids is not None:
             fields = tuple(x[env_ids] for x in fields)
             key_pos = key_pos[env_ids]
-        root_pos, root_rot, root_lin_vel, root_ang_vel, joint_rot, joint_vel = fields
-        return obs_fn.amp_observation(root_pos, root_rot, root_lin_vel, root_ang_vel, joint_rot, joint_vel,
-                                      key_pos, self.cfg.local_root_obs)
+        return obs_fn.amp_observation(*fields, key_pos, self.cfg.local_root_obs)
 
     def amp_obs_from_motion(self, motion_ids: torch.Tensor, times: torch.Tensor) -> torch.Tensor:
         """AMP observation steps `[n, per_step]` of the MotionLib's clips at `times [n]`.
@@ -448,17 +446,21 @@ class Humanoid:
         if kinematics is None:
             kinematics = articulation_state(self.robot, ms.root_pos, ms.root_rot, ms.root_lin_vel,
                                             ms.root_ang_vel, ms.dof_pos, ms.dof_vel)
-        return obs_fn.amp_observation(ms.root_pos, ms.root_rot, ms.root_lin_vel, ms.root_ang_vel,
-                                      kinematics.joint_rot, ms.joint_vel,
-                                      kinematics.body_pos.index_select(1, self.key_body_ids), self.cfg.local_root_obs)
+        return self._amp_obs(ms.root_pos, ms.root_rot, ms.root_lin_vel, ms.root_ang_vel, kinematics, ms.joint_vel)
 
     def amp_obs_from_states(self, states: RobotStates, kinematics: ArticulationState | None = None) -> torch.Tensor:
         """AMP observation steps `[n, per_step]` the simulator will give for humanoid `states`
         (`kinematics`: theirs, when already computed)."""
         if kinematics is None:
             kinematics = self.kinematics_of(states)
-        return obs_fn.amp_observation(states.root_pos, states.root_rot, states.root_lin_vel, states.root_ang_vel,
-                                      kinematics.joint_rot, kinematics.joint_vel,
+        return self._amp_obs(states.root_pos, states.root_rot, states.root_lin_vel, states.root_ang_vel,
+                             kinematics, kinematics.joint_vel)
+
+    def _amp_obs(self, root_pos, root_rot, root_lin_vel, root_ang_vel, kinematics: ArticulationState,
+                 joint_vel: torch.Tensor) -> torch.Tensor:
+        """AMP observation steps `[n, per_step]` of root states, their kinematics (joint
+        rotations, key-body positions) and joint velocities `[n, D]`."""
+        return obs_fn.amp_observation(root_pos, root_rot, root_lin_vel, root_ang_vel, kinematics.joint_rot, joint_vel,
                                       kinematics.body_pos.index_select(1, self.key_body_ids), self.cfg.local_root_obs)
 
     def policy_obs_from_motion(self, motion_ids: torch.Tensor, times: torch.Tensor) -> torch.Tensor:
@@ -584,10 +586,10 @@ class Humanoid:
         kinematics = articulation_state(self.robot, ms.root_pos, ms.root_rot, ms.root_lin_vel,
                                         ms.root_ang_vel, ms.dof_pos, ms.dof_vel)
         now = slice(None, None, steps)
+        kinematics_now = ArticulationState(*(x[now] for x in kinematics.as_tuple()))
         draws = {name: getattr(ms, name)[now] for name in STATE_FIELDS}
-        draws.update((name, x[now]) for name, x in zip(KINEMATICS_FIELDS, kinematics.as_tuple()))
-        draws["policy_obs"] = obs_fn.policy_observation(*(draws[name] for name in KINEMATICS_FIELDS[:4]),
-                                                        local_root_obs=self.cfg.local_root_obs)
+        draws.update(zip(KINEMATICS_FIELDS, kinematics_now.as_tuple()))
+        draws["policy_obs"] = self.policy_obs_of(kinematics_now)
         draws["amp_history"] = self.amp_obs_from_motion_state(ms, kinematics).reshape(n, steps, self.num_amp_obs_per_step)
         return draws
 

@@ -32,15 +32,14 @@ import mujoco.rollout
 import torch
 
 from ase_humanoid.errors import ModelError
-from ase_humanoid.robots.kinematics import articulation_state
 from ase_humanoid.sim.base import (
     PHYSICS_DT,
     PropState,
     SimBackend,
-    SimState,
     check_prop_state_shapes,
     check_robot_state_shapes,
     check_shape,
+    make_sim_state,
     prop_state_after_write,
     resolve_env_ids,
     sim_state_after_write,
@@ -212,12 +211,8 @@ class MujocoCpuBackend(SimBackend):
         num_dofs = self.robot.num_dofs
         root_pos, root_rot, root_lin_vel, root_ang_vel, dof_pos, dof_vel = values.split((3, 4, 3, 3, num_dofs, num_dofs), dim=1)
         contact = sensors[:, self._body_contact_cols].to(device=self.device, dtype=self.dtype).neg()
-        kinematics = articulation_state(self.robot, root_pos, root_rot, root_lin_vel, root_ang_vel, dof_pos, dof_vel)
-        self._sim_state = SimState(
-            root_pos, root_rot, root_lin_vel, root_ang_vel, dof_pos, dof_vel, *kinematics.bodies(),
-            contact_forces=contact.reshape(self.num_envs, self.robot.num_bodies, 3),
-            joint_rot=kinematics.joint_rot, joint_vel=kinematics.joint_vel,
-        )
+        self._sim_state = make_sim_state(self.robot, root_pos, root_rot, root_lin_vel, root_ang_vel, dof_pos,
+                                         dof_vel, contact.reshape(self.num_envs, self.robot.num_bodies, 3))
         self._refresh_props(state, sensors)
 
     def _refresh_props(self, state=None, sensors=None):
