@@ -58,6 +58,15 @@ def build_env(cfg: DictConfig, rank: int = 0):
     for key in ("key_bodies", "contact_bodies"):
         if key in env_options and env_options[key] is None:
             env_options[key] = list(cfg.robot[key])
+    llc_path = None
+    if cfg.train.algo == "hrl":
+        # An HRL checkpoint carries its LLC: test / resume runs need no llc_checkpoint.
+        resumed = str(Path(cfg.run_dir) / "latest.pt") if cfg.resume and cfg.run_dir else None
+        llc_path = resolve_path(cfg.llc_checkpoint or cfg.checkpoint or resumed)
+        # The LLC's discriminator rates the task env's AMP observations: same history length.
+        steps = saved_amp_obs_steps(llc_path)
+        if steps is not None and "num_amp_obs_steps" in env_options:
+            env_options["num_amp_obs_steps"] = steps
     env = make_env(
         cfg.task.name,
         num_envs=int(cfg.num_envs),
@@ -74,11 +83,17 @@ def build_env(cfg: DictConfig, rank: int = 0):
         # One high-level step drives the frozen ASE controller for llc_steps control steps.
         from ase_humanoid.agents.hrl import load_llc, make_hrl_env
 
-        # An HRL checkpoint carries its LLC: test / resume runs need no llc_checkpoint.
-        resumed = str(Path(cfg.run_dir) / "latest.pt") if cfg.resume and cfg.run_dir else None
-        llc_path = resolve_path(cfg.llc_checkpoint or cfg.checkpoint or resumed)
         env = make_hrl_env(env, load_llc(llc_path, env.device), int(cfg.train.params.llc_steps))
     return env
+
+
+def saved_amp_obs_steps(path: str | None) -> int | None:
+    """`task.env.num_amp_obs_steps` of the run that wrote checkpoint `path` (None if unknown)."""
+    if path is None or not Path(path).exists():
+        return None  # load_llc / load_checkpoint report the missing file
+    saved = load_checkpoint(path).get("config") or {}
+    steps = ((saved.get("task") or {}).get("env") or {}).get("num_amp_obs_steps")
+    return int(steps) if steps is not None else None
 
 
 def _task_extra_env_options(cfg: DictConfig) -> dict[str, Any]:
@@ -100,12 +115,25 @@ def agent_config(cfg: DictConfig, num_envs: int, rank: int = 0):
         raise ConfigError(f"unknown train.algo '{algo}'; valid choices: {', '.join(ALGOS)}")
     params = OmegaConf.to_container(cfg.train.params, resolve=True)
     horizon = params.get("horizon_length", classes[algo]().horizon_length)
-    if params.get("minibatch_size") == "auto":
-        # The release uses 8 minibatches per mini-epoch (16384 of 4096 envs x 32 steps).
-        batch = horizon * num_envs
-        params["minibatch_size"] = batch // 8 if batch % 8 == 0 else batch
+    params["minibatch_size"] = resolve_minibatch_size(params.get("minibatch_size"), horizon * num_envs)
     params["seed"] = int(cfg.seed) + 1000 * rank
     return agent_cfg.from_dict(classes[algo], params)
+
+
+def resolve_minibatch_size(value, batch: int):
+    """`auto` -> batch / 8 (the release's 8 minibatches: 16384 of 4096 envs x 32 steps);
+    `batch/K` -> batch / K (K minibatches per mini-epoch, whatever num_envs is); else as given.
+    A batch that K does not divide is taken whole."""
+    if value == "auto":
+        value = "batch/8"
+    if isinstance(value, str):
+        prefix, _, count = value.partition("/")
+        if prefix.strip() != "batch" or not count.strip().isdigit() or int(count) < 1:
+            raise ConfigError(f"agent config key 'minibatch_size': '{value}' is not a number, 'auto' or "
+                              "'batch/K' (K minibatches per mini-epoch)")
+        count = int(count)
+        return batch // count if batch % count == 0 else batch
+    return value
 
 
 def build_agent(cfg: DictConfig, env, rank: int = 0):
@@ -127,6 +155,17 @@ def build_agent(cfg: DictConfig, env, rank: int = 0):
     from ase_humanoid.agents.hrl import HRLAgent
 
     return HRLAgent.from_llc_checkpoint(resolve_path(cfg.llc_checkpoint), env, config, device=env.device)
+
+
+def describe_profile(cfg: DictConfig) -> str:
+    """One start-up line: which training profile the run uses and what that means."""
+    from ase_humanoid.config import profile_overrides
+
+    if cfg.profile == "paper":
+        return "training profile: paper (the ASE release's settings)"
+    keys = ", ".join(f"{k.split('.')[-1]}={v}" for k, v in profile_overrides(cfg.profile, cfg.train.algo).items())
+    return (f"training profile: {cfg.profile} (cfg/profiles/{cfg.profile}.yaml: {keys or 'nothing for this algorithm'}; "
+            "keys given on the command line win; profile=paper for the ASE release's settings)")
 
 
 def make_run_dir(cfg: DictConfig) -> Path:
@@ -187,6 +226,7 @@ def train(cfg: DictConfig, rank: int = 0, world_size: int = 1) -> Path:
         OmegaConf.save(cfg, run_dir / "config.yaml", resolve=True)
         print(f"run folder: {run_dir}  task={cfg.task.name} algo={cfg.train.algo} robot={cfg.robot.name} "
               f"sim={cfg.sim.name} device={cfg.device} num_envs={cfg.num_envs} world_size={world_size}", flush=True)
+        print(describe_profile(cfg), flush=True)
     logger = TrainingLogger(run_dir, int(cfg.max_epochs), enabled=is_main)
     try:
         runner.learn(logger)

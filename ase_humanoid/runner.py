@@ -19,6 +19,7 @@ import numpy as np
 import torch
 
 from ase_humanoid.envs.checkpointing import env_state_dict, load_env_state_dict
+from ase_humanoid.envs.motion_quality import MotionQualityProbe
 from ase_humanoid.utils.checkpoint import load_checkpoint, save_checkpoint
 from ase_humanoid.utils.logger import TrainingLogger
 
@@ -72,11 +73,13 @@ class Runner:
         run_dir: folder for checkpoints, TensorBoard events and the resolved config.
         config: resolved run config (a plain dict), stored in every checkpoint.
         is_main: rank 0 of a distributed run (logs and saves); True when not distributed.
+        quality_every: measure motion quality (`envs/motion_quality.py`) during the rollout of
+            every this many epochs (the first included), on `quality_envs` worlds; 0: never.
     """
 
     def __init__(self, env, agent, run_dir: str | Path, config: dict, max_epochs: int,
                  save_every: int = 50, checkpoint_every: int = 1, is_main: bool = True,
-                 update_threads: int | None = None):
+                 update_threads: int | None = None, quality_every: int = 5, quality_envs: int = 32):
         self.env, self.agent = env, agent
         self.run_dir = Path(run_dir)
         self.config = config
@@ -90,6 +93,9 @@ class Runner:
         self.global_step = 0
         self.obs: torch.Tensor | None = None
         self.episodes = EpisodeTracker()
+        self.quality_every = quality_every
+        self.quality = (MotionQualityProbe(env, quality_envs)
+                        if quality_every > 0 and MotionQualityProbe.available(env) else None)
 
     # ------------------------------------------------------------------ checkpoints
     def state_dict(self, include_buffers: bool | None = None) -> dict[str, Any]:
@@ -130,6 +136,7 @@ class Runner:
         """Step every env `horizon_length` times, recording transitions; returns timings."""
         timings = {"time/sim_and_obs": 0.0, "time/inference": 0.0, "time/record": 0.0}
         horizon = self.agent.config.horizon_length
+        probe = self.quality if self.quality is not None and self.epoch % self.quality_every == 0 else None
         for _ in range(horizon):
             t0 = time.perf_counter()
             act_out = self.agent.act(self.obs)
@@ -139,6 +146,8 @@ class Runner:
             self.agent.record_transition(self.obs, act_out["actions"], reward, terminated, truncated,
                                          next_obs, info)
             self.episodes.add(info, terminated, truncated)
+            if probe is not None:
+                probe.observe(terminated | truncated)
             self.obs = next_obs
             t3 = time.perf_counter()
             timings["time/inference"] += t1 - t0
@@ -175,7 +184,13 @@ class Runner:
             self.epoch += 1
             stats = {f"train/{k}": float(v) for k, v in stats.items()}
             stats.update(timings)
-            stats.update(self.episodes.pop_means())
+            episodes = self.episodes.pop_means()
+            stats.update(episodes)
+            if self.quality is not None:
+                quality = self.quality.pop_means()
+                if quality and "episode/fall_rate" in episodes:
+                    quality["quality/fall_rate"] = episodes["episode/fall_rate"]
+                stats.update(quality)
             stats["time/update"] = t_end - t_update
             stats["perf/samples_per_s"] = self.agent.config.horizon_length * self.env.num_envs / (t_end - t_start)
             nonfinite = getattr(self.env, "nonfinite_reset_count", None)

@@ -109,7 +109,7 @@ def test_diversity_loss_hand_computed():
     # row 1: actions clipped to [-1, 1]: a_diff = 2^2 / 2 = 2, z_diff = (1 - 1) / 2 = 0
     row0 = (1.0 - 0.205 / (0.5 + 1e-5)) ** 2
     row1 = (1.0 - 2.0 / 1e-5) ** 2
-    loss = diversity_loss(mu, mu_other, z, z_other, target=1.0)
+    loss = diversity_loss(mu, mu_other, z, z_other, target=1.0).mean()
     assert loss.item() == pytest.approx((row0 + row1) / 2, rel=1e-5)
 
 
@@ -282,6 +282,43 @@ def test_eps_greedy_envs_use_mean_action():
     assert not torch.allclose(out["actions"][0], out["mu"][0])
     off = ASEAgent(OBS, ACT, AMP, ENVS, demo_fetcher(), small_ase_config(enable_eps_greedy=False, minibatch_size=8))
     assert (off._rand_action_probs == 1).all()
+
+
+def test_eps_greedy_mean_actions_stay_out_of_policy_losses():
+    """As in the ASE release: samples where eps-greedy acted with the mean are left out of the
+    advantage statistics and the actor, bounds and diversity losses; the critic keeps them."""
+    cfg = small_ase_config(enable_eps_greedy=True, minibatch_size=32)
+    agent = ASEAgent(OBS, ACT, AMP, ENVS, demo_fetcher(), cfg)
+    gen = torch.Generator().manual_seed(1)
+    for _ in range(cfg.horizon_length):
+        obs = torch.randn(ENVS, OBS, generator=gen)
+        out = agent.act(obs)
+        info = {"amp_obs": torch.randn(ENVS, AMP, generator=gen)}
+        agent.record_transition(obs, out["actions"], torch.rand(ENVS, generator=gen),
+                                torch.zeros(ENVS, dtype=torch.bool), torch.zeros(ENVS, dtype=torch.bool), obs, info)
+    sampled = agent.rollout.data["sampled"]  # [T, N]
+    assert sampled[:, 0].all() and not sampled[:, -1].any()  # env 0 always samples, env N-1 never
+    raw = torch.randn(cfg.horizon_length, ENVS, generator=gen) * 3.0 + 1.0
+    batch = agent._training_batch(raw, torch.zeros_like(raw))
+    mask = batch["sampled"]
+    assert 0 < int(mask.sum()) < mask.numel()
+    assert batch["advantages"][mask].mean().item() == pytest.approx(0.0, abs=1e-5)
+    assert batch["advantages"][mask].std().item() == pytest.approx(1.0, rel=1e-4)
+
+    def losses(mb):
+        rng_state = agent.rng.get_state()  # the diversity loss draws other latents
+        _, stats = agent._loss(mb)
+        agent.rng.set_state(rng_state)
+        return stats
+
+    base = losses(batch)
+    changed = dict(batch)
+    changed["advantages"] = torch.where(mask, batch["advantages"], torch.full_like(batch["advantages"], 1e6))
+    changed["obs"] = torch.where(mask.unsqueeze(-1), batch["obs"], batch["obs"] + 50.0)
+    after = losses(changed)
+    for key in ("actor_loss", "bounds_loss", "diversity_loss", "clip_frac"):
+        assert after[key] == pytest.approx(base[key], rel=1e-6, abs=1e-9), key
+    assert after["critic_loss"] != pytest.approx(base["critic_loss"], rel=1e-3)  # the critic sees every sample
 
 
 def test_config_errors_name_the_key():

@@ -13,6 +13,7 @@ from torch.nn import functional as F
 from ase_humanoid.agents.amp import AMPAgent, DemoFetcher, input_gradient_penalty
 from ase_humanoid.agents.config import ASEConfig
 from ase_humanoid.agents.networks import Discriminator, LatentActor, ValueNet, sum_of_squares
+from ase_humanoid.agents.ppo import masked_mean
 
 
 def sample_unit_latents(n: int, dim: int, generator: torch.Generator,
@@ -34,14 +35,14 @@ def encoder_loss(enc: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
 
 def diversity_loss(mu: torch.Tensor, mu_other: torch.Tensor, z: torch.Tensor,
                    z_other: torch.Tensor, target: float) -> torch.Tensor:
-    """Mean of (target - a_diff / (z_diff + 1e-5))^2 over the batch.
+    """Per-sample (target - a_diff / (z_diff + 1e-5))^2, `[n]` (the loss is its mean).
 
     a_diff = mean over action dims of (clip(mu) - clip(mu_other))^2, actions clipped to [-1, 1];
     z_diff = (1 - z . z_other) / 2. Shapes: mu [n, A], z [n, D].
     """
     a_diff = (mu.clamp(-1.0, 1.0) - mu_other.clamp(-1.0, 1.0)).square().mean(-1)
     z_diff = 0.5 - 0.5 * (z * z_other).sum(-1)
-    return (target - a_diff / (z_diff + 1e-5)).square().mean()
+    return (target - a_diff / (z_diff + 1e-5)).square()
 
 
 def uniformity_loss(enc: torch.Tensor) -> torch.Tensor:
@@ -202,7 +203,9 @@ class ASEAgent(AMPAgent):
         if cfg.amp_diversity_bonus != 0.0:
             z_other = self.sample_latents(obs_n.shape[0])
             mu_other = self.actor(obs_n, z_other)
-            div = diversity_loss(mu, mu_other, cond["latents"], z_other, cfg.amp_diversity_tar)
+            # a policy loss: eps-greedy samples that acted with the mean stay out (as the actor's)
+            div = masked_mean(diversity_loss(mu, mu_other, cond["latents"], z_other, cfg.amp_diversity_tar),
+                              mb["sampled"])
             loss = loss + cfg.amp_diversity_bonus * div
             stats["diversity_loss"] = div.item()
         return loss, stats

@@ -62,6 +62,22 @@ def bounds_loss(mu: torch.Tensor, limit: float) -> torch.Tensor:
     return (high + low).sum(-1)
 
 
+def masked_mean(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Mean of `x [n]` over the rows where `mask [n]` (bool) is set; 0 when none is."""
+    weights = mask.to(x.dtype)
+    return (x * weights).sum() / weights.sum().clamp_min(1.0)
+
+
+def normalize_advantages(advantages: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Advantages `[n]` shifted and scaled by the mean and std of the rows where `mask` is set
+    (every row when none is)."""
+    if not bool(mask.any()):
+        mask = torch.ones_like(mask)
+    selected = advantages[mask]
+    std = selected.std() if selected.numel() > 1 else torch.zeros((), device=advantages.device)
+    return (advantages - selected.mean()) / (std + 1e-8)
+
+
 def ppo_actor_loss(log_prob: torch.Tensor, old_log_prob: torch.Tensor, advantages: torch.Tensor,
                    e_clip: float) -> tuple[torch.Tensor, torch.Tensor]:
     """Clipped surrogate per sample `[n]` and whether the ratio was clipped `[n]`."""
@@ -143,9 +159,10 @@ class PPOAgent:
 
     def _rollout_specs(self) -> dict[str, tuple[tuple[int, ...], torch.dtype]]:
         f, b = torch.float32, torch.bool
+        # sampled: the env acted with a sampled action (False: eps-greedy used the mean)
         return {"obs": ((self.obs_dim,), f), "actions": ((self.action_dim,), f),
                 "log_prob": ((), f), "values": ((), f), "next_values": ((), f),
-                "rewards": ((), f), "terminated": ((), b), "dones": ((), b)}
+                "rewards": ((), f), "terminated": ((), b), "dones": ((), b), "sampled": ((), b)}
 
     def _build_rand_action_probs(self) -> torch.Tensor:
         """Per-env probability of sampling (vs acting with the mean), `[num_envs]`; all 1
@@ -192,7 +209,9 @@ class PPOAgent:
         """Actions for `obs [num_envs, obs_dim]`.
 
         Returns dict: actions [N, A], mu [N, A], log_prob [N] (of the returned actions),
-        value [N] (reward units), plus the conditioning (ASE: latents [N, latent_dim]).
+        value [N] (reward units), sampled [N] bool (False where the action is the mean: always
+        when deterministic, else where eps-greedy chose the mean), plus the conditioning (ASE:
+        latents [N, latent_dim]).
         The result is cached for the next `record_transition`.
         """
         cond = self._conditioning()
@@ -201,13 +220,15 @@ class PPOAgent:
         log_std = self.log_std.expand_as(mu)
         if deterministic:
             actions = mu
+            sampled = torch.zeros(mu.shape[0], dtype=torch.bool, device=mu.device)
         else:
             noise = torch.randn(mu.shape, generator=self.rng, device=mu.device, dtype=mu.dtype)
             actions = mu + noise * torch.exp(log_std)
+            sampled = torch.ones(mu.shape[0], dtype=torch.bool, device=mu.device)
             if mu.shape[0] == self.num_envs and bool((self._rand_action_probs < 1.0).any()):
-                sample = torch.bernoulli(self._rand_action_probs, generator=self.rng).bool()
-                actions = torch.where(sample.unsqueeze(-1), actions, mu)
-        out = {"actions": actions, "mu": mu,
+                sampled = torch.bernoulli(self._rand_action_probs, generator=self.rng).bool()
+                actions = torch.where(sampled.unsqueeze(-1), actions, mu)
+        out = {"actions": actions, "mu": mu, "sampled": sampled,
                "log_prob": gaussian_log_prob(actions, mu, log_std),
                "value": self._denormalize_value(self._critic_value(obs_n, cond)), **cond}
         self._last_act = out
@@ -247,7 +268,7 @@ class PPOAgent:
         self.rollout.add(obs=obs, actions=actions, log_prob=act_out["log_prob"],
                          values=act_out["value"], next_values=next_values,
                          rewards=rewards.reshape(self.num_envs).float(), terminated=terminated,
-                         dones=dones, **self._extra_step_data(act_out, info))
+                         dones=dones, sampled=act_out["sampled"], **self._extra_step_data(act_out, info))
         self.env_steps += self.num_envs
         self._after_step(dones)
         self._last_act = None
@@ -339,11 +360,14 @@ class PPOAgent:
             values = self.value_norm.normalize(values.unsqueeze(-1)).squeeze(-1)
             returns = self.value_norm.normalize(returns.unsqueeze(-1)).squeeze(-1)
         advantages = advantages.reshape(-1)
+        # As in the ASE release: samples where eps-greedy acted with the mean (log-prob of the
+        # mean itself, ratio <= 1) stay out of the advantage statistics and the policy losses.
+        sampled = self.rollout.flat("sampled")
         if cfg.normalize_advantage:
-            advantages = (advantages - advantages.mean()) / (advantages.std() + 1e-8)
+            advantages = normalize_advantages(advantages, sampled)
         batch = {"obs": self.rollout.flat("obs"), "actions": self.rollout.flat("actions"),
                  "old_log_prob": self.rollout.flat("log_prob"), "old_values": values,
-                 "returns": returns, "advantages": advantages}
+                 "returns": returns, "advantages": advantages, "sampled": sampled}
         batch.update(self._extra_batch())
         return batch
 
@@ -351,8 +375,10 @@ class PPOAgent:
         return {}
 
     def _loss(self, mb: dict[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, float]]:
-        """PPO loss of one minibatch and its statistics."""
+        """PPO loss of one minibatch and its statistics. Actor, entropy and bounds terms average
+        over the samples that acted with a sampled action (`mb["sampled"]`); the critic over all."""
         cfg = self.config
+        sampled = mb["sampled"]
         cond = self._batch_conditioning(mb)
         obs_n = self._normalize_obs(mb["obs"])
         mu = self._policy_mu(obs_n, cond)
@@ -363,13 +389,14 @@ class PPOAgent:
         c_loss = critic_loss(values, mb["old_values"], mb["returns"], cfg.e_clip, cfg.clip_value)
         entropy = (0.5 + 0.5 * math.log(2 * math.pi) + log_std).sum(-1)
         b_loss = bounds_loss(mu, cfg.bounds_soft_limit)
-        loss = (a_loss.mean() + cfg.critic_coef * c_loss.mean() - cfg.entropy_coef * entropy.mean()
-                + cfg.bounds_loss_coef * b_loss.mean())
+        a_loss, entropy, b_loss = (masked_mean(x, sampled) for x in (a_loss, entropy, b_loss))
+        loss = a_loss + cfg.critic_coef * c_loss.mean() - cfg.entropy_coef * entropy + cfg.bounds_loss_coef * b_loss
         with torch.no_grad():
-            approx_kl = (mb["old_log_prob"] - log_prob).mean()
-        stats = {"actor_loss": a_loss.mean().item(), "critic_loss": c_loss.mean().item(),
-                 "bounds_loss": b_loss.mean().item(), "entropy": entropy.mean().item(),
-                 "clip_frac": clipped.float().mean().item(), "approx_kl": approx_kl.item()}
+            approx_kl = masked_mean(mb["old_log_prob"] - log_prob, sampled)
+            clip_frac = masked_mean(clipped.float(), sampled)
+        stats = {"actor_loss": a_loss.item(), "critic_loss": c_loss.mean().item(),
+                 "bounds_loss": b_loss.item(), "entropy": entropy.item(),
+                 "clip_frac": clip_frac.item(), "approx_kl": approx_kl.item()}
         extra_loss, extra_stats = self._extra_loss(mb, obs_n, mu, cond)
         stats.update(extra_stats)
         return loss + extra_loss, stats
