@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 import torch
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, OmegaConf, open_dict
 
 from ase_humanoid import PROJECT_ROOT
 from ase_humanoid.config import compose_config
@@ -64,9 +64,12 @@ def build_env(cfg: DictConfig, rank: int = 0):
         resumed = str(Path(cfg.run_dir) / "latest.pt") if cfg.resume and cfg.run_dir else None
         llc_path = resolve_path(cfg.llc_checkpoint or cfg.checkpoint or resumed)
         # The LLC's discriminator rates the task env's AMP observations: same history length.
+        # Written back into cfg so config.yaml and this run's checkpoints record the value used.
         steps = saved_amp_obs_steps(llc_path)
         if steps is not None and "num_amp_obs_steps" in env_options:
             env_options["num_amp_obs_steps"] = steps
+            with open_dict(cfg):
+                cfg.task.env.num_amp_obs_steps = steps
     env = make_env(
         cfg.task.name,
         num_envs=int(cfg.num_envs),
@@ -214,7 +217,8 @@ def train(cfg: DictConfig, rank: int = 0, world_size: int = 1) -> Path:
     resolved = OmegaConf.to_container(cfg, resolve=True)
     runner = Runner(env, agent, run_dir, resolved, max_epochs=int(cfg.max_epochs),
                     save_every=int(cfg.save_every), checkpoint_every=int(cfg.checkpoint_every),
-                    is_main=is_main, update_threads=int(cfg.update_threads))
+                    is_main=is_main, update_threads=int(cfg.update_threads),
+                    quality_every=int(cfg.quality_every), quality_envs=int(cfg.quality_envs))
     if resume_from is not None:
         runner.resume(resume_from)
         print(f"resumed from {resume_from} at epoch {runner.epoch}", flush=True)

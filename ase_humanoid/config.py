@@ -165,3 +165,7 @@ def resolve_auto(cfg: DictConfig) -> None:
             raise ConfigError(f"config key '{key}' must be an integer, got {value!r}")
         if key != "seed" and value <= 0:
             raise ConfigError(f"config key '{key}' must be positive, got {value}")
+    for key in ("quality_every", "quality_envs"):
+        value = cfg[key]
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise ConfigError(f"config key '{key}' must be an integer >= 0, got {value!r}")

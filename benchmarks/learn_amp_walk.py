@@ -1,11 +1,14 @@
 """AMP on the walk clip for a fixed wall-clock budget: does the policy learn to walk?
 
-    python benchmarks/learn_amp_walk.py                  # 20 minutes on CPU
+    python benchmarks/learn_amp_walk.py --minutes 60     # CPU: the CPU training profile
     python benchmarks/learn_amp_walk.py --minutes 5 --sim mujoco_warp --device cuda --envs 4096
+    python benchmarks/learn_amp_walk.py --minutes 60 profile=paper   # any train.py override
 
-Writes <out>/learn_amp_walk.json (the curve: wall time, epoch, samples, episode length, style
-reward, fall rate, discriminator accuracies) and <out>/learn_amp_walk.png, and prints the final
-summary as one JSON object. The run folder (checkpoints, TensorBoard) is <out>/run.
+Trains exactly as train.py does (same profile choice, thread split and checkpoint cadence).
+Writes <out>/learn_amp_walk.json (the curve: wall time, epoch, samples, episode length, fall
+rate, motion quality, style reward, discriminator accuracies) and <out>/learn_amp_walk.png, and
+prints the summary as one JSON object: first and last 10 % of the run, and the last 10 minutes.
+The run folder (config.yaml, checkpoints, TensorBoard) is <out>/run.
 """
 
 from __future__ import annotations
@@ -25,7 +28,11 @@ CURVE_KEYS = {
     "disc_agent_acc": "train/disc_agent_acc",
     "disc_demo_acc": "train/disc_demo_acc",
     "samples_per_s": "perf/samples_per_s",
+    "key_body_error_cm": "quality/key_body_error_cm",
+    "root_speed": "quality/root_speed",
 }
+PANELS = (("episode_length", "episode length (control steps)"), ("fall_rate", "fall rate"),
+          ("key_body_error_cm", "key-body distance to the dataset (cm)"), ("style_reward", "style reward"))
 
 
 class CurveLogger:
@@ -51,9 +58,8 @@ def plot(points, path: Path) -> None:
     import matplotlib.pyplot as plt
 
     minutes = [p["seconds"] / 60 for p in points]
-    fig, axes = plt.subplots(1, 3, figsize=(14, 4))
-    for ax, key, label in zip(axes, ("episode_length", "style_reward", "fall_rate"),
-                              ("episode length (steps)", "style reward", "fall rate")):
+    fig, axes = plt.subplots(1, len(PANELS), figsize=(18, 4))
+    for ax, (key, label) in zip(axes, PANELS):
         xs = [m for m, p in zip(minutes, points) if key in p]
         ax.plot(xs, [p[key] for p in points if key in p])
         ax.set_xlabel("wall-clock minutes")
@@ -76,13 +82,16 @@ def main(argv=None) -> int:
     parser.add_argument("overrides", nargs="*", help="extra train.py overrides")
     args = parser.parse_args(argv)
 
-    from ase_humanoid.app import build_agent, build_env
+    from omegaconf import OmegaConf
+
+    from ase_humanoid.app import build_agent, build_env, describe_profile
     from ase_humanoid.config import compose_config
     from ase_humanoid.runner import Runner
     from ase_humanoid.utils.logger import TrainingLogger
 
     out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    run_dir = out / "run"
+    run_dir.mkdir(parents=True, exist_ok=True)
     overrides = ["task=HumanoidAMP", "motion_file=motions/amp_humanoid/amp_humanoid_walk.npy",
                  f"sim={args.sim}", f"device={args.device}", f"seed={args.seed}", "max_epochs=1000000",
                  *args.overrides]
@@ -94,29 +103,45 @@ def main(argv=None) -> int:
     torch.set_num_threads(int(cfg.torch_threads))  # as train.py does
     env = build_env(cfg)
     agent = build_agent(cfg, env)
+    OmegaConf.save(cfg, run_dir / "config.yaml", resolve=True)
+    print(describe_profile(cfg), flush=True)
+    runner = Runner(env, agent, run_dir, OmegaConf.to_container(cfg, resolve=True),
+                    max_epochs=int(cfg.max_epochs), save_every=int(cfg.save_every),
+                    checkpoint_every=int(cfg.checkpoint_every), update_threads=int(cfg.update_threads),
+                    quality_every=int(cfg.quality_every), quality_envs=int(cfg.quality_envs))
     start = time.perf_counter()
-    runner = Runner(env, agent, out / "run", config={}, max_epochs=cfg.max_epochs, save_every=50)
-    logger = CurveLogger(TrainingLogger(out / "run", cfg.max_epochs), start)
+    logger = CurveLogger(TrainingLogger(run_dir, cfg.max_epochs), start)
     try:
         runner.learn(logger, time_budget_s=args.minutes * 60.0)
     finally:
         logger.close()
         env.close()
     points = logger.points
-    tail = points[-max(1, len(points) // 10):]
+    tenth = max(1, len(points) // 10)
+    first, last = points[:tenth], points[-tenth:]
+    end = points[-1]["seconds"] if points else 0.0
+    last_10_min = [p for p in points if p["seconds"] >= end - 600.0]
     summary = {
         "minutes": args.minutes, "envs": env.num_envs, "sim": cfg.sim.name, "device": str(cfg.device),
-        "epochs": runner.epoch, "samples": runner.global_step,
-        "final_episode_length": _mean(tail, "episode_length"), "final_fall_rate": _mean(tail, "fall_rate"),
-        "final_style_reward": _mean(tail, "style_reward"),
-        "first_episode_length": _mean(points[:max(1, len(points) // 10)], "episode_length"),
-        "first_style_reward": _mean(points[:max(1, len(points) // 10)], "style_reward"),
-        "checkpoint": str(out / "run" / "latest.pt"),
+        "profile": str(cfg.profile), "epochs": runner.epoch, "samples": runner.global_step,
+        "samples_per_s": runner.global_step / end if end else None,
+        "checkpoint": str(run_dir / "latest.pt"),
+        "checkpoint_mb": _size_mb(run_dir / "latest.pt"),
     }
+    for key in CURVE_KEYS:
+        summary[f"first_{key}"] = _mean(first, key)
+        summary[f"final_{key}"] = _mean(last, key)
+    summary["last_10_min_episode_length"] = _mean(last_10_min, "episode_length")
+    summary["last_10_min_fall_rate"] = _mean(last_10_min, "fall_rate")
+    summary["last_10_min_key_body_error_cm"] = _mean(last_10_min, "key_body_error_cm")
     (out / "learn_amp_walk.json").write_text(json.dumps({"summary": summary, "curve": points}, indent=1))
     plot(points, out / "learn_amp_walk.png")
     print(json.dumps(summary))
     return 0
+
+
+def _size_mb(path: Path) -> float | None:
+    return round(path.stat().st_size / 2**20, 1) if path.exists() else None
 
 
 def _mean(points, key):
