@@ -152,9 +152,11 @@ def build_agent(cfg: DictConfig, env, rank: int = 0):
         return PPOAgent(obs_dim, action_dim, env.num_envs, config, env.device)
     amp_obs_dim = env.amp_observation_space.shape[-1]
     if algo == "amp":
-        return AMPAgent(obs_dim, action_dim, amp_obs_dim, env.num_envs, env.fetch_amp_obs_demo, config, env.device)
+        return AMPAgent(obs_dim, action_dim, amp_obs_dim, env.num_envs, env.fetch_amp_obs_demo, config,
+                        env.device, demo_keys=env)
     if algo == "ase":
-        return ASEAgent(obs_dim, action_dim, amp_obs_dim, env.num_envs, env.fetch_amp_obs_demo, config, env.device)
+        return ASEAgent(obs_dim, action_dim, amp_obs_dim, env.num_envs, env.fetch_amp_obs_demo, config,
+                        env.device, demo_keys=env)
     from ase_humanoid.agents.hrl import HRLAgent
 
     return HRLAgent.from_llc_checkpoint(resolve_path(cfg.llc_checkpoint), env, config, device=env.device)

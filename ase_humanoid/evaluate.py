@@ -12,8 +12,9 @@ import time
 
 import numpy as np
 import torch
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import DictConfig, OmegaConf, open_dict
 
+from ase_humanoid.envs.motion_quality import MotionQualityProbe
 from ase_humanoid.errors import ConfigError
 from ase_humanoid.runner import EpisodeTracker
 from ase_humanoid.utils.checkpoint import load_checkpoint
@@ -23,13 +24,19 @@ def load_policy(cfg: DictConfig):
     """Build env + agent as in training and load the checkpoint's agent state."""
     from ase_humanoid.app import build_agent, build_env, resolve_path
 
-    if not cfg.checkpoint and cfg.task.name != "HumanoidViewMotion":
-        raise ConfigError("test=true needs checkpoint=<file or run folder>")
-    env = build_env(cfg)
     if cfg.task.name == "HumanoidViewMotion":
-        return env, None
-    state = load_checkpoint(resolve_path(cfg.checkpoint), map_location=env.device)
-    saved_train = (state.get("config") or {}).get("train")
+        return build_env(cfg), None
+    if not cfg.checkpoint:
+        raise ConfigError("test=true needs checkpoint=<file or run folder>")
+    state = load_checkpoint(resolve_path(cfg.checkpoint), map_location=str(cfg.device))
+    saved = state.get("config") or {}
+    saved_steps = ((saved.get("task") or {}).get("env") or {}).get("num_amp_obs_steps")
+    if saved_steps is not None and "num_amp_obs_steps" in cfg.task.get("env", {}):
+        # The discriminator saw this history length (the CPU profile's 2 or the release's 10).
+        with open_dict(cfg):
+            cfg.task.env.num_amp_obs_steps = int(saved_steps)
+    env = build_env(cfg)
+    saved_train = saved.get("train")
     if saved_train is not None:
         # The networks are built as they were trained (sizes, algorithm), whatever cfg.train says.
         OmegaConf.set_struct(cfg, False)
@@ -72,6 +79,7 @@ def evaluate(cfg: DictConfig) -> dict[str, float]:
         env.step_callback = record_frame
 
     tracker = EpisodeTracker()
+    quality = MotionQualityProbe(env, env.num_envs) if MotionQualityProbe.available(env) else None
     obs = env.reset()
     finished = 0
     step = 0
@@ -85,11 +93,15 @@ def evaluate(cfg: DictConfig) -> dict[str, float]:
         if agent is not None:
             _advance_latents(agent, terminated | truncated, cfg.latent)
         tracker.add(info, terminated, truncated)
+        if quality is not None:
+            quality.observe(terminated | truncated)
         finished += int((terminated | truncated).sum())
         step += 1
         if finished >= cfg.test_episodes and len(frames) >= max_video_frames:
             break
     stats = tracker.pop_means()
+    if quality is not None:
+        stats.update(quality.pop_means())
     if hasattr(env, "task_metrics"):
         stats.update(env.task_metrics())
     stats["eval/seconds"] = time.time() - t0

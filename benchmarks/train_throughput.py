@@ -1,10 +1,13 @@
 """Training throughput: samples per second of a full epoch (rollout + update) and where the time
-goes (simulation, observations/rewards, policy inference, recording, update).
+goes (simulation, observations/rewards, policy inference, recording, update), against stepping
+the same env alone (random actions, no agent) measured in the same run.
 
     python benchmarks/train_throughput.py --json                       # HumanoidASE, 256 envs, CPU
-    python benchmarks/train_throughput.py --task HumanoidAMP --envs 64 --epochs 3 --json
+    python benchmarks/train_throughput.py --task HumanoidAMP --json                  # CPU profile
+    python benchmarks/train_throughput.py --task HumanoidAMP --json profile=paper    # the release's sizes
 
-Prints one JSON object. The first epoch (warm-up) is excluded from the averages.
+Prints one JSON object: samples_per_s, env_only_samples_per_s and their ratio. The first epoch
+(warm-up) is excluded from the averages.
 """
 
 from __future__ import annotations
@@ -63,6 +66,8 @@ def main(argv=None) -> int:
         runner = Runner(env, agent, run_dir, config={}, max_epochs=1, save_every=0, is_main=False,
                         update_threads=args.update_threads or int(cfg.update_threads))
         runner.learn()  # one warm-up epoch (first-call allocations, demo buffer already filled)
+        env_only = env_only_samples_per_s(env, args.epochs * agent.config.horizon_length)
+        runner.obs = env.reset()  # the env-only steps moved the worlds on
         totals = {"sim": 0.0, "obs_reward_reset": 0.0, "inference": 0.0, "record": 0.0, "update": 0.0}
         t_start = time.perf_counter()
         for _ in range(args.epochs):
@@ -81,13 +86,29 @@ def main(argv=None) -> int:
     result = {
         "task": args.task, "algo": cfg.train.algo, "envs": env.num_envs, "sim": cfg.sim.name,
         "device": str(cfg.device), "epochs": args.epochs, "horizon_length": agent.config.horizon_length,
-        "samples_per_s": samples / elapsed, "seconds_per_epoch": elapsed / args.epochs,
+        "profile": str(cfg.profile), "samples_per_s": samples / elapsed,
+        "env_only_samples_per_s": env_only, "ratio_to_env_only": samples / elapsed / env_only,
+        "seconds_per_epoch": elapsed / args.epochs,
         "share": {k: v / elapsed for k, v in totals.items()},
         "torch_threads": torch.get_num_threads(), "update_threads": runner.update_threads,
         "mujoco_threads": int(cfg.num_threads),
     }
     print(json.dumps(result) if args.json else json.dumps(result, indent=2))
     return 0
+
+
+def env_only_samples_per_s(env, steps: int) -> float:
+    """Samples per second of `env.step` alone: actions ~ N(0, 0.3) (random-policy-like falls and
+    resets), so the ratio to training throughput shows what the agent costs."""
+    import torch
+
+    generator = torch.Generator(device=env.device).manual_seed(0)
+    shape = (env.num_envs, env.action_space.shape[-1])
+    env.reset()
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        env.step(0.3 * torch.randn(shape, generator=generator, device=env.device))
+    return steps * env.num_envs / (time.perf_counter() - t0)
 
 
 if __name__ == "__main__":

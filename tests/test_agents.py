@@ -476,3 +476,54 @@ def test_ase_update_reports_all_losses():
                 "disc_reward_mean", "enc_reward_mean", "task_reward_mean", "reward_mean"):
         assert key in stats and math.isfinite(stats[key]), key
     assert len(agent.replay_buffer) == 4 * ENVS
+
+
+# ----------------------------------------------------------------------------- compact demo buffer
+
+
+class KeyedDemoSource:
+    """A demo source whose samples are a pure function of (motion id, time) keys, as the envs'."""
+
+    def __init__(self, seed: int = 0, dim: int = AMP):
+        self.generator = torch.Generator().manual_seed(seed)
+        self.basis = torch.linspace(-1.0, 1.0, dim)
+
+    def sample_amp_obs_demo_keys(self, n):
+        ids = torch.randint(0, 3, (n,), generator=self.generator)
+        return ids, torch.rand(n, generator=self.generator) * 2.0
+
+    def amp_obs_demo_from_keys(self, ids, times):
+        return torch.sin(ids.unsqueeze(-1) + times.unsqueeze(-1) * self.basis)
+
+    def fetch(self, n):
+        return self.amp_obs_demo_from_keys(*self.sample_amp_obs_demo_keys(n))
+
+
+def test_demo_buffer_is_checkpointed_as_keys_and_recomputed_exactly(tmp_path):
+    cfg = small_ase_config(amp_obs_demo_buffer_size=40, amp_batch_size=16)
+    source = KeyedDemoSource(seed=1)
+    agent = ASEAgent(OBS, ACT, AMP, ENVS, source.fetch, cfg, demo_keys=source)
+    run_rollout(agent, torch.Generator().manual_seed(0))  # one update: the ring wraps (40 < 48 + 16)
+    state = agent.state_dict()["demo_buffer"]
+    assert "samples" not in state and state["motion_ids"].dtype == torch.long
+    assert state["count"] == 40 and state["total_stored"] == 64
+
+    # Without the keys the same samples come from the plain fetcher: identical training data.
+    plain = ASEAgent(OBS, ACT, AMP, ENVS, KeyedDemoSource(seed=1).fetch, cfg)
+    assert torch.equal(plain.demo_buffer.samples, ASEAgent(OBS, ACT, AMP, ENVS, KeyedDemoSource(seed=1).fetch,
+                                                           cfg, demo_keys=KeyedDemoSource(seed=1)).demo_buffer.samples)
+
+    agent.save(tmp_path / "ckpt.pt")
+    other_source = KeyedDemoSource(seed=9)
+    other = ASEAgent(OBS, ACT, AMP, ENVS, other_source.fetch, cfg, demo_keys=other_source)
+    assert not torch.equal(other.demo_buffer.samples, agent.demo_buffer.samples)
+    other.load(tmp_path / "ckpt.pt")
+    assert torch.equal(other.demo_buffer.samples, agent.demo_buffer.samples)
+    assert other.demo_buffer.head == agent.demo_buffer.head
+
+    # A checkpoint that holds samples (no keys) still loads, and is saved with its samples again.
+    keyless = ASEAgent(OBS, ACT, AMP, ENVS, demo_fetcher(seed=2), cfg)
+    keyless.save(tmp_path / "samples.pt")
+    other.load(tmp_path / "samples.pt")
+    assert torch.equal(other.demo_buffer.samples, keyless.demo_buffer.samples)
+    assert "samples" in other.state_dict()["demo_buffer"]

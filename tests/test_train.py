@@ -12,7 +12,8 @@ import pytest
 import torch
 
 from ase_humanoid import PROJECT_ROOT
-from ase_humanoid.app import run
+from ase_humanoid.app import build_agent, build_env, run
+from ase_humanoid.config import compose_config
 from ase_humanoid.utils.checkpoint import load_checkpoint, save_checkpoint
 
 # The AMP demo/replay buffers default to the paper's 200k samples (seconds to fill on a CPU);
@@ -56,6 +57,7 @@ def test_train_cli_writes_tensorboard_checkpoint_and_evaluates(task, algo, tmp_p
                        "test_episodes=4", "task.env.max_episode_length=20", *SMALL_BUFFERS)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "episode/length=" in result.stdout and "episode/fall_rate=" in result.stdout
+    assert "quality/key_body_error_cm=" in result.stdout and "quality/root_speed=" in result.stdout
 
 
 def test_resume_from_epoch_1_matches_uninterrupted_run(tmp_path):
@@ -122,3 +124,42 @@ def test_bad_config_key_is_a_clear_error():
     assert result.returncode == 2
     assert "unknown config key 'num_env'" in result.stderr and "num_envs" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_amp_checkpoint_holds_demo_keys_and_recomputes_the_samples(tmp_path):
+    """The demo buffer is a function of the motion data: latest.pt stores (clip, time) keys."""
+    def make(seed):
+        cfg = compose_config(["task=HumanoidAMP", "num_envs=4", f"seed={seed}", *SMALL_NETS,
+                              "train.params.amp_obs_demo_buffer_size=3000",
+                              "train.params.amp_replay_buffer_size=64"])
+        env = build_env(cfg)
+        return env, build_agent(cfg, env)
+
+    env, agent = make(seed=1)
+    demo = agent.demo_buffer
+    state = agent.state_dict()["demo_buffer"]
+    assert "samples" not in state and state["motion_ids"].shape == (3000,)
+    agent.save(tmp_path / "latest.pt")
+    samples_mb = demo.samples.numel() * 4 / 2**20
+    checkpoint_mb = (tmp_path / "latest.pt").stat().st_size / 2**20
+    assert checkpoint_mb < samples_mb  # the samples alone would not fit
+
+    other_env, other = make(seed=2)
+    assert not torch.equal(other.demo_buffer.samples, demo.samples)
+    other.load(tmp_path / "latest.pt")
+    assert torch.equal(other.demo_buffer.samples, demo.samples)
+    env.close()
+    other_env.close()
+
+
+def test_paper_profile_checkpoint_evaluates_under_the_cpu_default(tmp_path, capsys):
+    """test=true builds the env with the AMP history the checkpoint's discriminator saw."""
+    run_dir = tmp_path / "paper"
+    run(["task=HumanoidAMP", "profile=paper", "max_epochs=1", "num_envs=4", f"run_dir={run_dir}",
+         *SMALL_BUFFERS, *SMALL_NETS])
+    assert load_checkpoint(run_dir / "latest.pt")["config"]["task"]["env"]["num_amp_obs_steps"] == 10
+    capsys.readouterr()
+    run(["task=HumanoidAMP", "test=true", f"checkpoint={run_dir}", "num_envs=2", "test_episodes=2",
+         "task.env.max_episode_length=10"])
+    out = capsys.readouterr().out
+    assert "episode/length=" in out and "quality/key_body_error_cm=" in out

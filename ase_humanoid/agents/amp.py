@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import math
-from typing import Any, Callable
+from typing import Any, Callable, Protocol
 
 import torch
 from torch import nn
 from torch.nn import functional as F
 
-from ase_humanoid.agents.buffers import ReplayBuffer, SampleBuffer
+from ase_humanoid.agents.buffers import DemoKeyBuffer, ReplayBuffer, SampleBuffer
 from ase_humanoid.agents.config import AMPConfig
 from ase_humanoid.agents.networks import Discriminator, sum_of_squares
 from ase_humanoid.agents.normalizer import RunningMeanStd
@@ -17,6 +17,15 @@ from ase_humanoid.agents.ppo import PPOAgent
 from ase_humanoid.errors import CheckpointError, ConfigError
 
 DemoFetcher = Callable[[int], torch.Tensor]
+
+
+class DemoKeySource(Protocol):
+    """What the humanoid envs offer besides `fetch_amp_obs_demo`: its two halves, so the demo
+    buffer can be checkpointed as keys (see `DemoKeyBuffer`)."""
+
+    def sample_amp_obs_demo_keys(self, num_samples: int) -> tuple[torch.Tensor, torch.Tensor]: ...
+
+    def amp_obs_demo_from_keys(self, motion_ids: torch.Tensor, start_times: torch.Tensor) -> torch.Tensor: ...
 
 
 def style_reward(logits: torch.Tensor, scale: float) -> torch.Tensor:
@@ -52,6 +61,8 @@ class AMPAgent(PPOAgent):
             observations; called to fill the demo buffer at construction and for
             `amp_batch_size` fresh samples at every update.
         config: AMPConfig.
+        demo_keys: optional DemoKeySource (the env) used instead of fetch_amp_obs_demo: same
+            samples, and checkpoints store their keys rather than the samples (compact).
 
     `record_transition` expects `info["amp_obs"]` [num_envs, amp_obs_dim]: the AMP observation
     of the state reached by the step (before any reset).
@@ -61,17 +72,23 @@ class AMPAgent(PPOAgent):
 
     def __init__(self, obs_dim: int, action_dim: int, amp_obs_dim: int, num_envs: int,
                  fetch_amp_obs_demo: DemoFetcher, config: AMPConfig | None = None,
-                 device: str | torch.device = "cpu"):
+                 device: str | torch.device = "cpu", demo_keys: DemoKeySource | None = None):
         self.amp_obs_dim = amp_obs_dim
         self.fetch_amp_obs_demo = fetch_amp_obs_demo
+        self.demo_keys = demo_keys
         super().__init__(obs_dim, action_dim, num_envs, config, device)
         cfg = self.config
         self.amp_norm = RunningMeanStd(amp_obs_dim, clip=cfg.obs_clip).to(self.device)
-        self.demo_buffer = SampleBuffer(cfg.amp_obs_demo_buffer_size, amp_obs_dim, self.device)
+        if demo_keys is None:
+            self.demo_buffer = SampleBuffer(cfg.amp_obs_demo_buffer_size, amp_obs_dim, self.device)
+        else:
+            self.demo_buffer = DemoKeyBuffer(cfg.amp_obs_demo_buffer_size, amp_obs_dim, self.device,
+                                             lambda ids, times: self._checked_demo(
+                                                 demo_keys.amp_obs_demo_from_keys(ids, times), ids.shape[0]))
         self.replay_buffer = ReplayBuffer(cfg.amp_replay_buffer_size, amp_obs_dim,
                                           cfg.amp_replay_keep_prob, self.device)
         for _ in range(math.ceil(cfg.amp_obs_demo_buffer_size / cfg.amp_batch_size)):
-            self.demo_buffer.store(self._fetch_demo(cfg.amp_batch_size))
+            self._refill_demo(cfg.amp_batch_size)
 
     # ----------------------------------------------------------------- construction hooks
     def _build_networks(self) -> None:
@@ -86,12 +103,20 @@ class AMPAgent(PPOAgent):
     def _rollout_specs(self):
         return {**super()._rollout_specs(), "amp_obs": ((self.amp_obs_dim,), torch.float32)}
 
-    def _fetch_demo(self, n: int) -> torch.Tensor:
-        demo = self.fetch_amp_obs_demo(n)
+    def _refill_demo(self, n: int) -> None:
+        """Store n fresh demo samples (with their keys when the source offers them)."""
+        if self.demo_keys is None:
+            self.demo_buffer.store(self._checked_demo(self.fetch_amp_obs_demo(n), n))
+            return
+        motion_ids, start_times = self.demo_keys.sample_amp_obs_demo_keys(n)
+        demo = self._checked_demo(self.demo_keys.amp_obs_demo_from_keys(motion_ids, start_times), n)
+        self.demo_buffer.store_with_keys(demo, motion_ids, start_times)
+
+    def _checked_demo(self, demo: torch.Tensor, n: int) -> torch.Tensor:
         if not isinstance(demo, torch.Tensor) or tuple(demo.shape) != (n, self.amp_obs_dim):
             shape = tuple(demo.shape) if isinstance(demo, torch.Tensor) else type(demo).__name__
-            raise ConfigError(f"fetch_amp_obs_demo({n}) returned {shape}; the agent's amp_obs_dim "
-                              f"needs [{n}, {self.amp_obs_dim}]")
+            raise ConfigError(f"demo AMP observations for {n} samples came back as {shape}; the "
+                              f"agent's amp_obs_dim needs [{n}, {self.amp_obs_dim}]")
         return demo.to(self.device, torch.float32)
 
     # ----------------------------------------------------------------- discriminator
@@ -118,7 +143,7 @@ class AMPAgent(PPOAgent):
     # ----------------------------------------------------------------- update
     def _before_update(self, stats: dict[str, float]) -> None:
         super()._before_update(stats)
-        self.demo_buffer.store(self._fetch_demo(self.config.amp_batch_size))
+        self._refill_demo(self.config.amp_batch_size)
         if self.config.normalize_amp_input:
             agent = self.rollout.flat("amp_obs")
             self.amp_norm.update(agent)
@@ -207,7 +232,7 @@ class AMPAgent(PPOAgent):
         try:
             self.replay_buffer.load_state_dict(state["replay_buffer"])
             demo_state = state["demo_buffer"]
-            if "samples" in demo_state:  # otherwise keep the buffer filled at construction
+            if "samples" in demo_state or "motion_ids" in demo_state:  # else keep the constructed fill
                 self.demo_buffer.load_state_dict(demo_state)
         except ValueError as err:
             raise CheckpointError(f"checkpoint AMP buffers: {err}") from err

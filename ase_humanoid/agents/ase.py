@@ -10,7 +10,7 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from ase_humanoid.agents.amp import AMPAgent, DemoFetcher, input_gradient_penalty
+from ase_humanoid.agents.amp import AMPAgent, DemoFetcher, DemoKeySource, input_gradient_penalty
 from ase_humanoid.agents.config import ASEConfig
 from ase_humanoid.agents.networks import Discriminator, LatentActor, ValueNet, sum_of_squares
 from ase_humanoid.agents.ppo import masked_mean
@@ -63,9 +63,9 @@ class ASEAgent(AMPAgent):
 
     def __init__(self, obs_dim: int, action_dim: int, amp_obs_dim: int, num_envs: int,
                  fetch_amp_obs_demo: DemoFetcher, config: ASEConfig | None = None,
-                 device: str | torch.device = "cpu"):
+                 device: str | torch.device = "cpu", demo_keys: DemoKeySource | None = None):
         super().__init__(obs_dim, action_dim, amp_obs_dim, num_envs, fetch_amp_obs_demo,
-                         config, device)
+                         config, device, demo_keys)
         self.latent_dim = self.config.latent_dim
         self.latents = self.sample_latents(num_envs)  # [N, latent_dim]
         self.latent_steps_left = self._sample_latent_steps(num_envs)  # [N]

@@ -67,17 +67,18 @@ class SampleBuffer:
 
     def store(self, x: torch.Tensor) -> None:
         """Append `x [n, dim]`; when n > capacity only the last `capacity` rows are kept."""
-        n = x.shape[0]
+        slots, keep = self._advance(x.shape[0])
+        self.samples[slots] = x[keep:].to(self.samples.dtype)
+
+    def _advance(self, n: int) -> tuple[torch.Tensor, int]:
+        """Reserve slots for n new rows: (slots [m], index of the first row kept), m = min(n, capacity)."""
         self.total_stored += n
-        if n == 0:
-            return
-        if n > self.capacity:
-            x = x[-self.capacity:]
-            n = self.capacity
-        slots = (self.head + torch.arange(n, device=self.samples.device)) % self.capacity
-        self.samples[slots] = x.to(self.samples.dtype)
-        self.head = (self.head + n) % self.capacity
-        self.count = min(self.count + n, self.capacity)
+        keep = max(0, n - self.capacity)
+        m = n - keep
+        slots = (self.head + torch.arange(m, device=self.samples.device)) % self.capacity
+        self.head = (self.head + m) % self.capacity
+        self.count = min(self.count + m, self.capacity)
+        return slots, keep
 
     def sample(self, n: int, generator: torch.Generator) -> torch.Tensor:
         """`[n, dim]` drawn uniformly with replacement from the filled slots."""
@@ -103,6 +104,70 @@ class SampleBuffer:
         else:  # contents were not saved: start empty
             self.head, self.count = 0, 0
         self.total_stored = state["total_stored"]
+
+
+class DemoKeyBuffer(SampleBuffer):
+    """The AMP demo buffer, checkpointed as the keys its samples are a function of.
+
+    Each demo sample is the AMP observation of the motion data at (motion id, start time), so a
+    checkpoint stores those keys (12 bytes a sample instead of amp_obs_dim floats) and loading
+    recomputes the samples with `samples_from_keys`, bit for bit (the motion library's
+    evaluation is elementwise, so it does not depend on how the keys are batched).
+
+    Args:
+        samples_from_keys: (motion_ids [n] long, start_times [n]) -> [n, dim].
+    """
+
+    RECOMPUTE_CHUNK = 8192  # keys per call when recomputing after a load (bounds memory)
+
+    def __init__(self, capacity: int, dim: int, device: torch.device, samples_from_keys):
+        super().__init__(capacity, dim, device)
+        self.samples_from_keys = samples_from_keys
+        self.motion_ids = torch.zeros(capacity, dtype=torch.long, device=device)
+        self.start_times: torch.Tensor | None = None  # dtype of the first keys stored
+        self.has_keys = True  # False after loading an older checkpoint that saved samples
+
+    def store_with_keys(self, x: torch.Tensor, motion_ids: torch.Tensor, start_times: torch.Tensor) -> None:
+        """Append samples `x [n, dim]` and their keys `motion_ids [n]`, `start_times [n]`."""
+        if self.start_times is None:
+            self.start_times = torch.zeros(self.capacity, dtype=start_times.dtype, device=self.samples.device)
+        slots, keep = self._advance(x.shape[0])
+        self.samples[slots] = x[keep:].to(self.samples.dtype)
+        self.motion_ids[slots] = motion_ids[keep:].to(self.motion_ids.device)
+        self.start_times[slots] = start_times[keep:].to(self.start_times.device)
+
+    def store(self, x: torch.Tensor) -> None:
+        self.has_keys = False  # samples without keys: checkpoints must hold the samples
+        super().store(x)
+
+    def state_dict(self, include_samples: bool = True) -> dict:
+        if not (include_samples and self.has_keys and self.start_times is not None):
+            return super().state_dict(include_samples)
+        state = super().state_dict(include_samples=False)
+        state["motion_ids"] = self.motion_ids[: self.count].clone()
+        state["start_times"] = self.start_times[: self.count].clone()
+        return state
+
+    def load_state_dict(self, state: dict) -> None:
+        if "motion_ids" not in state:
+            super().load_state_dict(state)
+            if "samples" in state:
+                self.has_keys = False
+            return
+        super().load_state_dict({k: v for k, v in state.items() if k not in ("motion_ids", "start_times")})
+        count = int(state["count"])
+        ids, times = state["motion_ids"], state["start_times"]
+        if ids.shape != (count,) or times.shape != (count,):
+            raise ValueError(f"demo keys of shape {tuple(ids.shape)} / {tuple(times.shape)} do not match "
+                             f"count {count}")
+        device = self.samples.device
+        self.start_times = torch.zeros(self.capacity, dtype=times.dtype, device=device)
+        self.motion_ids[:count] = ids.to(device)
+        self.start_times[:count] = times.to(device)
+        for lo in range(0, count, self.RECOMPUTE_CHUNK):
+            hi = min(count, lo + self.RECOMPUTE_CHUNK)
+            self.samples[lo:hi] = self.samples_from_keys(self.motion_ids[lo:hi], self.start_times[lo:hi])
+        self.head, self.count, self.has_keys = int(state["head"]), count, True
 
 
 class ReplayBuffer(SampleBuffer):

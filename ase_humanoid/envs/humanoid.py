@@ -365,16 +365,26 @@ class Humanoid:
         Samples clips by their weights and times uniform in [ (steps - 1) dt, length ], then the
         states at t - k dt (k = 0 .. steps - 1) through the same observation functions as the env.
         """
+        return self.amp_obs_demo_from_keys(*self.sample_amp_obs_demo_keys(num_samples))
+
+    def sample_amp_obs_demo_keys(self, num_samples: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """The random part of `fetch_amp_obs_demo`: (motion_ids [n] long, start_times [n])."""
         motion_lib = self._require_motion_lib("demo AMP observations")
-        steps = self.num_amp_obs_steps
         motion_ids = motion_lib.sample_motions(num_samples, generator=self.generator)
-        start = motion_lib.sample_time(motion_ids, truncate_time=self.control_dt * (steps - 1),
+        start = motion_lib.sample_time(motion_ids, truncate_time=self.control_dt * (self.num_amp_obs_steps - 1),
                                        generator=self.generator)
-        offsets = self.control_dt * torch.arange(steps, device=self.device, dtype=start.dtype)
-        times = start.unsqueeze(-1) - offsets  # [n, steps]
+        return motion_ids, start
+
+    def amp_obs_demo_from_keys(self, motion_ids: torch.Tensor, start_times: torch.Tensor) -> torch.Tensor:
+        """The deterministic part: demo AMP observations `[n, steps * per_step]` ending at
+        `start_times [n]` of clips `motion_ids [n]` (AMP checkpoints store these keys)."""
+        self._require_motion_lib("demo AMP observations")
+        steps, n = self.num_amp_obs_steps, motion_ids.shape[0]
+        offsets = self.control_dt * torch.arange(steps, device=self.device, dtype=start_times.dtype)
+        times = start_times.unsqueeze(-1) - offsets  # [n, steps]
         amp = self.amp_obs_from_motion(motion_ids.unsqueeze(-1).expand(-1, steps).reshape(-1),
                                        times.reshape(-1))
-        return amp.reshape(num_samples, steps * self.num_amp_obs_per_step)
+        return amp.reshape(n, steps * self.num_amp_obs_per_step)
 
     def collect_reference_motions(self, num_samples: int) -> torch.Tensor:
         """skrl's name for `fetch_amp_obs_demo`."""
