@@ -27,7 +27,7 @@ from ase_humanoid.utils.render import Marker
 class TaskEnvConfig(HumanoidEnvConfig):
     """Base humanoid settings plus the goal resampling interval (control steps)."""
 
-    state_init: str = "Hybrid"
+    state_init: str = "Default"  # standing, as in the ASE release
     change_steps_min: int = 100
     change_steps_max: int = 200
 
