@@ -11,6 +11,7 @@ import torch
 
 from ase_humanoid.envs import make_env, task_names
 from ase_humanoid.envs.humanoid import DEFAULT_ROOT_HEIGHT
+from ase_humanoid.envs.terminations import fall_termination
 from ase_humanoid.errors import ConfigError
 from ase_humanoid.robots.kinematics import body_state_from_qpos
 from ase_humanoid.utils import rotations as rot
@@ -258,6 +259,36 @@ def test_early_termination_lying_not_standing():
     for _ in range(4):
         _, _, terminated, _, _ = env.step(hold)
         assert not terminated[0]
+
+
+def test_fall_propped_on_the_shield_terminates():
+    """Sword-and-shield humanoid lying on its left side, propped up by the shield: every body
+    but the shield arm stays above its height (head 0.3 m, others 0.15 m), so only the
+    release's `left_lower_arm` height (0.32 m) ends the episode. Body heights are the
+    simulator's kinematics of that pose; the floor's push on the shield is the contact."""
+    env = make_env("HumanoidAMP", robot="sword_shield", num_envs=1, state_init="Default", **FAST)
+    env.reset()
+    names = env.robot.body_names
+    arm = names.index("left_lower_arm")
+    assert env.termination_heights[arm].item() == pytest.approx(0.32)
+    assert env.termination_heights[names.index("head")].item() == pytest.approx(0.3)
+    states = env.default_states(1)
+    # rolled 69 degrees onto the left side (about the forward axis), pelvis 0.39 m up
+    states.root_rot = rot.quat_from_axis_angle(torch.tensor([[1.0, 0.0, 0.0]]), torch.tensor([-1.2]))
+    states.root_pos = torch.tensor([[0.0, 0.0, 0.39]])
+    body_pos = env.kinematics_of(states).body_pos  # [1, B, 3]
+    height = body_pos[0, :, 2]
+    others = env.non_contact_mask.clone()
+    others[arm] = False
+    assert height[arm] < 0.32 and bool((height[others] >= 0.15).all()) and height[names.index("head")] > 0.3
+    contact = torch.zeros(1, len(names), 3)
+    contact[0, names.index("shield"), 2] = 50.0  # the floor holds the shield up
+    steps = torch.tensor([10])
+    assert bool(fall_termination(contact, body_pos, env.termination_heights, env.non_contact_mask, steps)[0])
+    without_arm_height = env.termination_heights.clone()
+    without_arm_height[arm] = 0.15  # the configuration before: this fall went on
+    assert not bool(fall_termination(contact, body_pos, without_arm_height, env.non_contact_mask, steps)[0])
+    env.close()
 
 
 def test_truncation_is_not_termination():
