@@ -88,7 +88,7 @@ def test_config_errors():
 
 def test_observations_ignore_heading_and_ground_position():
     """Turning the character about z and moving it on the ground changes neither observation;
-    with local_root_obs=False the root rotation keeps the heading."""
+    with policy_root_rotation="world" / local_root_obs=False the root rotation keeps the heading."""
     from ase_humanoid.envs import observations as obs_fn
     from ase_humanoid.robots import load_robot
 
@@ -112,7 +112,7 @@ def test_observations_ignore_heading_and_ground_position():
     )
 
     def policy(p, r, v, w, local=True):
-        return obs_fn.policy_observation(p, r, v, w, local_root_obs=local)
+        return obs_fn.policy_observation(p, r, v, w, root_rotation="heading_free" if local else "world")
 
     def amp(p, r, v, w, local=True):
         return obs_fn.amp_observation(p[:, 0], r[:, 0], v[:, 0], w[:, 0], obs_fn.joint_rotations(robot, dof_pos),
@@ -132,11 +132,46 @@ def test_observations_ignore_heading_and_ground_position():
     # The step path computes both in one call: the same numbers. (Body 0 is the root, so its
     # states are the AMP observation's root states.)
     joint_rot = obs_fn.joint_rotations(robot, dof_pos)
-    for local in (True, False):
-        for state in (original, moved):
-            fused_policy, fused_amp = obs_fn.humanoid_observations(*state, joint_rot, joint_vel, key, local)
-            torch.testing.assert_close(fused_policy, policy(*state, local=local), atol=1e-6, rtol=0)
-            torch.testing.assert_close(fused_amp, amp(*state, local=local), atol=1e-6, rtol=0)
+    for local_amp in (True, False):  # the two switches are independent
+        for local_policy in (True, False):
+            for state in (original, moved):
+                fused_policy, fused_amp = obs_fn.humanoid_observations(
+                    *state, joint_rot, joint_vel, key, local_amp, "heading_free" if local_policy else "world")
+                torch.testing.assert_close(fused_policy, policy(*state, local=local_policy), atol=1e-6, rtol=0)
+                torch.testing.assert_close(fused_amp, amp(*state, local=local_amp), atol=1e-6, rtol=0)
+
+
+def tan_norm_by_hand(q: tuple[float, float, float, float]) -> list[float]:
+    """Tangent (rotated x axis) and normal (rotated z axis) of unit quaternion q = (x, y, z, w),
+    columns 0 and 2 of its rotation matrix written out."""
+    x, y, z, w = q
+    tangent = [1 - 2 * (y * y + z * z), 2 * (x * y + w * z), 2 * (x * z - w * y)]
+    normal = [2 * (x * z + w * y), 2 * (y * z - w * x), 1 - 2 * (x * x + y * y)]
+    return tangent + normal
+
+
+@pytest.mark.parametrize("root_rotation", ["heading_free", "world"])
+def test_policy_root_rotation_against_hand_computation(root_rotation):
+    """Root yawed 90 degrees and pitched 30 degrees: "world" observes the root's own rotation
+    (the release's localRootObs: True), "heading_free" the pitch alone."""
+    env = make_env("HumanoidAMP", num_envs=1, state_init="Default", policy_root_rotation=root_rotation, **FAST)
+    states = env.default_states(1)
+    half_yaw, half_pitch = math.pi / 4, math.radians(30.0) / 2
+    yaw = (0.0, 0.0, math.sin(half_yaw), math.cos(half_yaw))
+    pitch = (0.0, math.sin(half_pitch), 0.0, math.cos(half_pitch))
+    root = rot.quat_mul(torch.tensor([yaw]), torch.tensor([pitch]))  # yaw after pitch
+    states.root_rot = root
+    obs = env.policy_obs_of(env.kinematics_of(states))
+    num_bodies = env.robot.num_bodies
+    start = 1 + 3 * (num_bodies - 1)
+    expected = tan_norm_by_hand(tuple(root[0].tolist()) if root_rotation == "world" else pitch)
+    torch.testing.assert_close(obs[0, start:start + 6], torch.tensor(expected), atol=1e-6, rtol=0)
+    # the AMP observation's root rotation is heading-free either way (local_root_obs defaults on)
+    amp = env.amp_obs_from_states(states)
+    torch.testing.assert_close(amp[0, 1:7], torch.tensor(tan_norm_by_hand(pitch)), atol=1e-6, rtol=0)
+    with pytest.raises(ConfigError, match="policy_root_rotation.*heading_free"):
+        make_env("HumanoidAMP", num_envs=1, policy_root_rotation="local", **FAST)
+    env.close()
 
 
 # ---- round trips against the MotionLib -----------------------------------------------------------

@@ -21,6 +21,7 @@ from ase_humanoid.utils.typed_config import config_from_mapping
 
 STATE_INIT_CHOICES = ("Default", "Start", "Random", "Hybrid")
 SIM_CHOICES = ("mujoco", "mujoco_warp", "isaacgym")
+POLICY_ROOT_ROTATIONS = ("heading_free", "world")  # envs/observations.py policy_observation
 
 C = TypeVar("C", bound="HumanoidEnvConfig")
 
@@ -46,9 +47,13 @@ class HumanoidEnvConfig:
     max_episode_length: int = 300  # control steps
     control_substeps: int = 4  # physics steps per control step (120 Hz / 30 Hz)
     num_amp_obs_steps: int = 10  # AMP observation history length
-    # True: the root's rotation in the policy / AMP observations has its heading removed like
-    # every other body; False: the root rotation is given in the world frame (heading kept)
+    # AMP observation: True removes the heading from the root's rotation (as the release's
+    # localRootObs: True does there); False keeps the world rotation
     local_root_obs: bool = True
+    # Policy observation: heading_free removes the heading from the root's rotation like from
+    # every other body (turning in place changes nothing); world keeps it, which is what the
+    # release's localRootObs: True puts there (policy_root_rotation=world reproduces the release)
+    policy_root_rotation: str = "heading_free"
     key_bodies: list[str] | None = None  # None: the robot config's key bodies
     contact_bodies: list[str] | None = None  # None: the robot config's contact bodies (feet)
     seed: int | None = None  # None draws from torch's global generator
@@ -61,6 +66,8 @@ class HumanoidEnvConfig:
         """Raise ConfigError naming the first invalid field."""
         _check(self.num_envs > 0, "num_envs", f"must be > 0, got {self.num_envs}")
         _check(self.sim in SIM_CHOICES, "sim", f"{self.sim!r} is not one of {list(SIM_CHOICES)}")
+        _check(self.policy_root_rotation in POLICY_ROOT_ROTATIONS, "policy_root_rotation",
+               f"{self.policy_root_rotation!r} is not one of {list(POLICY_ROOT_ROTATIONS)}")
         _check(self.state_init in STATE_INIT_CHOICES, "state_init",
                f"{self.state_init!r} is not one of {list(STATE_INIT_CHOICES)}")
         _check(0.0 <= self.hybrid_init_prob <= 1.0, "hybrid_init_prob",
