@@ -437,28 +437,73 @@ def test_step_observations_equal_the_simulator_state_after_resets():
 # ---- perturbations and playback ------------------------------------------------------------------
 
 
-def test_projectiles_fly_at_the_torso():
-    env = make_env("HumanoidPerturb", num_envs=2, throw_interval=4, flight_steps=4, **FAST)
+def test_projectiles_as_the_release():
+    """13 boxes per world with the release's masses (1.6 kg small, 12.5 kg large), launched on
+    its schedule (steps 60, 67, 77, 112, 114, 116, 119, 121, 123, 126, 128, 188, 488) from 4-5 m
+    and 0.25-2 m up, at 30-40 m/s towards the torso."""
+    import mujoco
+
+    from ase_humanoid.envs.humanoid_perturb import launch_steps, launch_states
+
+    assert launch_steps([60, 7, 10, 35, 2, 2, 3, 2, 2, 3, 2, 60, 300]) == [
+        60, 67, 77, 112, 114, 116, 119, 121, 123, 126, 128, 188, 488]
+    env = make_env("HumanoidPerturb", num_envs=2, **FAST)
+    model = env.mj_model
+    masses = sorted(model.body_mass[mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, name)]
+                    if mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, name) >= 0 else
+                    model.body_mass[[i for i in range(model.nbody) if model.body(i).name.endswith(name)][0]]
+                    for name in env.sim.prop_names)
+    assert len(masses) == 13
+    assert masses[:12] == pytest.approx([1.6] * 12, rel=1e-4) and masses[12] == pytest.approx(12.5, rel=1e-4)
+    env.close()
+
+    # a short schedule to watch: small at step 2, large at step 4
+    env = make_env("HumanoidPerturb", num_envs=2, projectile_kinds=["small", "large"],
+                   projectile_intervals=[2, 2], flight_steps=4, **FAST)
     env.reset()
     hold = hold_pose_actions(env, torch.zeros(2, env.num_actions))
-    for step in range(1, 12):
+    for step in range(1, 8):
         env.step(hold)
         torso = env.sim.state.body_pos[:, env.target_body_id]
-        small = (env.sim.prop_state("projectile_small").pos - torso).norm(dim=-1)
-        large = (env.sim.prop_state("projectile_large").pos - torso).norm(dim=-1)
-        if step < 4:
-            assert (small > 50).all() and (large > 50).all()  # parked far away
+        small, large = (env.sim.prop_state(f"projectile_{k}") for k in range(2))
+        d_small, d_large = ((p.pos - torso).norm(dim=-1) for p in (small, large))
+        if step < 2:
+            assert (d_small > 50).all() and (d_large > 50).all()  # parked far away
+        if step == 2:
+            assert ((d_small > 3.5) & (d_small < 5.6)).all() and (d_large > 50).all()
+            assert bool(((small.pos[:, 2] >= 0.25) & (small.pos[:, 2] <= 2.0)).all())
+            previous = d_small
+            speeds = small.lin_vel.norm(dim=-1)
+            aim = torch.nn.functional.normalize(small.lin_vel, dim=-1)
+            to_torso = torch.nn.functional.normalize(torso - small.pos, dim=-1)
+            assert bool(((speeds >= 30.0) & (speeds <= 40.0)).all())
+            assert bool(((aim * to_torso).sum(-1) > 0.9).all())  # 0.1 noise on a 4-5 m offset
+        if step == 3:
+            assert (d_small < previous - 0.8).all()  # 30-40 m/s: > 1 m per control step closer
         if step == 4:
-            assert ((small > 3.9) & (small < 6.2)).all() and (large > 50).all()
-            previous = small
-        if step in (5, 6):
-            assert (small < previous - 0.8).all()  # 30-40 m/s: > 1 m per step towards the torso
-            previous = small
-        if step == 8:
-            assert (small > 50).all() and ((large > 3.9) & (large < 6.2)).all()  # alternate
-        if step == 10:
-            assert (large < 2.5).all()
+            assert ((d_large > 3.5) & (d_large < 5.6)).all()
     assert not env.cfg.enable_early_termination
+    env.close()
+
+    # falls are counted, not terminated: env 0 holds its pose, env 1 lies down (no projectiles)
+    env = make_env("HumanoidPerturb", num_envs=2, projectile_kinds=["small"], projectile_intervals=[1000],
+                   max_episode_length=20, **FAST)
+    env.reset()
+    set_lying(env, torch.tensor([1]))
+    hold = hold_pose_actions(env, torch.zeros(2, env.num_actions))
+    for _ in range(20):
+        _, _, terminated, truncated, _ = env.step(hold)
+        assert not bool(terminated.any())
+    assert bool(truncated.all())  # both episodes ran to the time limit
+    assert env.task_metrics() == {"task/fall_rate": 0.5}
+    env.close()
+
+    # the launch itself against a hand computation: straight at the target, no noise
+    start, velocity = launch_states(torch.tensor([[0.0, 0.0, 1.0]]), torch.tensor([[0.5, 0.0]]),
+                                    torch.zeros(1, 2), torch.tensor([4.0]), torch.tensor([0.0]),
+                                    torch.tensor([1.0]), torch.tensor([30.0]), torch.zeros(1, 3))
+    torch.testing.assert_close(start, torch.tensor([[4.0, 0.0, 1.0]]))
+    torch.testing.assert_close(velocity, torch.tensor([[-29.5, 0.0, 0.0]]))
 
 
 def test_view_motion_plays_clips():

@@ -110,30 +110,56 @@ class HumanoidASEConfig(HumanoidEnvConfig):
         _check(self.fall_steps > 0, "fall_steps", f"must be > 0, got {self.fall_steps}")
 
 
+PROJECTILE_KINDS = ("small", "large")
+# The ASE release's schedule: control steps between launches (the first after the episode start)
+RELEASE_PROJECTILE_INTERVALS = [60, 7, 10, 35, 2, 2, 3, 2, 2, 3, 2, 60, 300]
+RELEASE_PROJECTILE_KINDS = ["small"] * 11 + ["large", "small"]
+
+
 @dataclass
 class HumanoidPerturbConfig(HumanoidEnvConfig):
-    """Projectiles thrown at a (trained) controller; no early termination."""
+    """Projectiles thrown at a (trained) controller on the ASE release's schedule; no early
+    termination (envs/humanoid_perturb.py)."""
 
     state_init: str = "Default"
     enable_early_termination: bool = False
-    throw_interval: int = 60  # control steps between throws; projectiles alternate small / large
-    throw_distance_min: float = 4.0  # metres from the torso
+    # one projectile body per entry; launched projectile_intervals[k] steps after projectile k - 1
+    projectile_kinds: list[str] = dataclasses.field(default_factory=lambda: list(RELEASE_PROJECTILE_KINDS))
+    projectile_intervals: list[int] = dataclasses.field(default_factory=lambda: list(RELEASE_PROJECTILE_INTERVALS))
+    small_projectile_size: float = 0.2  # cube edge, m
+    small_projectile_density: float = 200.0  # kg/m^3: 1.6 kg
+    large_projectile_size: float = 0.5
+    large_projectile_density: float = 100.0  # 12.5 kg
+    throw_distance_min: float = 4.0  # metres from the root, on the ground plane
     throw_distance_max: float = 5.0
+    throw_height_min: float = 0.25  # launch height above the floor, m
+    throw_height_max: float = 2.0
     throw_speed_min: float = 30.0  # m/s
     throw_speed_max: float = 40.0
-    flight_steps: int = 30  # control steps a thrown projectile stays in the scene before parking
+    aim_noise: float = 0.1  # std of the Gaussian noise added to the direction to the torso
+    flight_steps: int = 30  # control steps a launched projectile stays in the scene before parking
 
     def validate(self) -> None:
         super().validate()
-        _check(self.throw_interval > 0, "throw_interval", f"must be > 0, got {self.throw_interval}")
+        kinds, intervals = list(self.projectile_kinds), list(self.projectile_intervals)
+        _check(len(kinds) > 0 and all(k in PROJECTILE_KINDS for k in kinds), "projectile_kinds",
+               f"must be a non-empty list of {list(PROJECTILE_KINDS)}, got {kinds}")
+        _check(len(intervals) == len(kinds) and all(i > 0 for i in intervals), "projectile_intervals",
+               f"need one interval > 0 per projectile_kinds entry ({len(kinds)}), got {intervals}")
+        for name in ("small_projectile_size", "small_projectile_density", "large_projectile_size",
+                     "large_projectile_density"):
+            _check(getattr(self, name) > 0, name, f"must be > 0, got {getattr(self, name)}")
         _check(0.5 < self.throw_distance_min <= self.throw_distance_max, "throw_distance_min",
                f"need 0.5 < throw_distance_min <= throw_distance_max, got "
                f"{self.throw_distance_min}, {self.throw_distance_max}")
+        _check(0.0 < self.throw_height_min <= self.throw_height_max, "throw_height_min",
+               f"need 0 < throw_height_min <= throw_height_max, got "
+               f"{self.throw_height_min}, {self.throw_height_max}")
         _check(0.0 < self.throw_speed_min <= self.throw_speed_max, "throw_speed_min",
                f"need 0 < throw_speed_min <= throw_speed_max, got "
                f"{self.throw_speed_min}, {self.throw_speed_max}")
-        _check(0 < self.flight_steps <= self.throw_interval, "flight_steps",
-               f"must be in [1, throw_interval], got {self.flight_steps}")
+        _check(self.aim_noise >= 0.0, "aim_noise", f"must be >= 0, got {self.aim_noise}")
+        _check(self.flight_steps > 0, "flight_steps", f"must be > 0, got {self.flight_steps}")
 
 
 @dataclass
