@@ -503,6 +503,13 @@ class Humanoid:
         self._start_episodes(env_ids, plan)
         return plan
 
+    def restart_episodes(self, env_ids: torch.Tensor) -> torch.Tensor:
+        """Reset `env_ids [n]` again, discarding the steps their current (just begun) episodes
+        have run; returns their first observations `[n, num_obs]` (hierarchical envs start an
+        episode only at a high-level step)."""
+        self.reset_envs(env_ids)
+        return self.compute_observations(env_ids)
+
     def plan_reset(self, env_ids: torch.Tensor) -> ResetPlan:
         """Initial states of the humanoids of `env_ids` by `state_init` (subclasses add modes)."""
         return self.plan_from_draws(env_ids, self.take_resets(len(env_ids)))

@@ -80,6 +80,10 @@ class HumanoidTask(Humanoid):
         self.prev_root_pos[env_ids] = self.sim.state.root_pos[env_ids]
         self._new_goals(env_ids)
 
+    def restart_episodes(self, env_ids: torch.Tensor) -> torch.Tensor:
+        self.goal_steps[env_ids] = 0  # a discarded episode start records no goal metrics
+        return super().restart_episodes(env_ids)
+
     def pre_physics_step(self, actions: torch.Tensor) -> None:
         super().pre_physics_step(actions)
         self.prev_root_pos = self.sim.state.root_pos.clone()
