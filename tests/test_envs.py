@@ -403,6 +403,21 @@ def test_recovery_episode_suppresses_early_termination():
     assert terminated[1]  # the grace period is over
 
 
+def test_recovery_grace_period_suppresses_time_outs():
+    """As the release: an episode in its grace period does not time out (4-step episodes here),
+    it ends when the grace period (10 steps) is over."""
+    env = make_env("HumanoidASE", num_envs=2, state_init="Default", fall_pool_size=2, fall_steps=5,
+                   fall_init_prob=1.0, recovery_steps=10, max_episode_length=4, **FAST)
+    env.reset()
+    assert (env.recovery_counter == 10).all()
+    hold = hold_pose_actions(env, torch.zeros(2, env.num_actions))
+    for step in range(1, 10):
+        _, _, terminated, truncated, _ = env.step(hold)
+        assert not bool((terminated | truncated).any()), step
+    _, _, terminated, truncated, info = env.step(hold)
+    assert bool((terminated | truncated).all()) and info["episode"]["length"].tolist() == [10, 10]
+
+
 def test_fall_init_starts_from_pool():
     # Hybrid init is configured, but every reset draws from the pool (no reference resets at all)
     env = make_env("HumanoidASE", num_envs=4, motion_file=str(CARTWHEEL), state_init="Hybrid",

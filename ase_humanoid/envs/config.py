@@ -94,10 +94,10 @@ class HumanoidASEConfig(HumanoidEnvConfig):
 
     state_init: str = "Hybrid"
     recovery_episode_prob: float = 0.2  # a terminated env continues from its fallen state
-    recovery_steps: int = 60  # early termination is suppressed this long in a recovery episode
+    recovery_steps: int = 60  # early termination and time-outs are suppressed this long in a recovery episode
     fall_init_prob: float = 0.1  # a reset starts from a state of the fall pool
     fall_pool_size: int | None = None  # None: max(num_envs, 64)
-    fall_steps: int = 150  # control steps simulated to make the fall pool
+    fall_steps: int = 75  # control steps (2.5 s) simulated to make the fall pool, as the release
 
     def validate(self) -> None:
         super().validate()

@@ -312,7 +312,7 @@ class Humanoid:
             amp_now = torch.nan_to_num(amp_now, nan=0.0, posinf=0.0, neginf=0.0)
             terminated = terminated | nonfinite
             self.nonfinite_resets += num_nonfinite
-        truncated = term_fn.timeout(self.episode_steps, self.max_episode_length) & ~terminated
+        truncated = self.compute_truncated() & ~terminated
         self.terminated_buf = terminated
         self.nonfinite_buf = nonfinite
 
@@ -491,6 +491,10 @@ class Humanoid:
             terminated = torch.zeros(self.num_envs, dtype=torch.bool, device=self.device)
         task = self.compute_task_termination()
         return terminated if task is None else terminated | task
+
+    def compute_truncated(self) -> torch.Tensor:
+        """Time-outs `[N]` bool: the episode has run `max_episode_length` control steps."""
+        return term_fn.timeout(self.episode_steps, self.max_episode_length)
 
     # ---- resets -------------------------------------------------------------------------------
 
