@@ -11,6 +11,7 @@ import torch
 
 from ase_humanoid.envs import make_env, task_names
 from ase_humanoid.envs.humanoid import DEFAULT_ROOT_HEIGHT
+from ase_humanoid.envs.terminations import fall_termination
 from ase_humanoid.errors import ConfigError
 from ase_humanoid.robots.kinematics import body_state_from_qpos
 from ase_humanoid.utils import rotations as rot
@@ -87,7 +88,7 @@ def test_config_errors():
 
 def test_observations_ignore_heading_and_ground_position():
     """Turning the character about z and moving it on the ground changes neither observation;
-    with local_root_obs=False the root rotation keeps the heading."""
+    with policy_root_rotation="world" / local_root_obs=False the root rotation keeps the heading."""
     from ase_humanoid.envs import observations as obs_fn
     from ase_humanoid.robots import load_robot
 
@@ -111,7 +112,7 @@ def test_observations_ignore_heading_and_ground_position():
     )
 
     def policy(p, r, v, w, local=True):
-        return obs_fn.policy_observation(p, r, v, w, local_root_obs=local)
+        return obs_fn.policy_observation(p, r, v, w, root_rotation="heading_free" if local else "world")
 
     def amp(p, r, v, w, local=True):
         return obs_fn.amp_observation(p[:, 0], r[:, 0], v[:, 0], w[:, 0], obs_fn.joint_rotations(robot, dof_pos),
@@ -131,11 +132,46 @@ def test_observations_ignore_heading_and_ground_position():
     # The step path computes both in one call: the same numbers. (Body 0 is the root, so its
     # states are the AMP observation's root states.)
     joint_rot = obs_fn.joint_rotations(robot, dof_pos)
-    for local in (True, False):
-        for state in (original, moved):
-            fused_policy, fused_amp = obs_fn.humanoid_observations(*state, joint_rot, joint_vel, key, local)
-            torch.testing.assert_close(fused_policy, policy(*state, local=local), atol=1e-6, rtol=0)
-            torch.testing.assert_close(fused_amp, amp(*state, local=local), atol=1e-6, rtol=0)
+    for local_amp in (True, False):  # the two switches are independent
+        for local_policy in (True, False):
+            for state in (original, moved):
+                fused_policy, fused_amp = obs_fn.humanoid_observations(
+                    *state, joint_rot, joint_vel, key, local_amp, "heading_free" if local_policy else "world")
+                torch.testing.assert_close(fused_policy, policy(*state, local=local_policy), atol=1e-6, rtol=0)
+                torch.testing.assert_close(fused_amp, amp(*state, local=local_amp), atol=1e-6, rtol=0)
+
+
+def tan_norm_by_hand(q: tuple[float, float, float, float]) -> list[float]:
+    """Tangent (rotated x axis) and normal (rotated z axis) of unit quaternion q = (x, y, z, w),
+    columns 0 and 2 of its rotation matrix written out."""
+    x, y, z, w = q
+    tangent = [1 - 2 * (y * y + z * z), 2 * (x * y + w * z), 2 * (x * z - w * y)]
+    normal = [2 * (x * z + w * y), 2 * (y * z - w * x), 1 - 2 * (x * x + y * y)]
+    return tangent + normal
+
+
+@pytest.mark.parametrize("root_rotation", ["heading_free", "world"])
+def test_policy_root_rotation_against_hand_computation(root_rotation):
+    """Root yawed 90 degrees and pitched 30 degrees: "world" observes the root's own rotation
+    (the release's localRootObs: True), "heading_free" the pitch alone."""
+    env = make_env("HumanoidAMP", num_envs=1, state_init="Default", policy_root_rotation=root_rotation, **FAST)
+    states = env.default_states(1)
+    half_yaw, half_pitch = math.pi / 4, math.radians(30.0) / 2
+    yaw = (0.0, 0.0, math.sin(half_yaw), math.cos(half_yaw))
+    pitch = (0.0, math.sin(half_pitch), 0.0, math.cos(half_pitch))
+    root = rot.quat_mul(torch.tensor([yaw]), torch.tensor([pitch]))  # yaw after pitch
+    states.root_rot = root
+    obs = env.policy_obs_of(env.kinematics_of(states))
+    num_bodies = env.robot.num_bodies
+    start = 1 + 3 * (num_bodies - 1)
+    expected = tan_norm_by_hand(tuple(root[0].tolist()) if root_rotation == "world" else pitch)
+    torch.testing.assert_close(obs[0, start:start + 6], torch.tensor(expected), atol=1e-6, rtol=0)
+    # the AMP observation's root rotation is heading-free either way (local_root_obs defaults on)
+    amp = env.amp_obs_from_states(states)
+    torch.testing.assert_close(amp[0, 1:7], torch.tensor(tan_norm_by_hand(pitch)), atol=1e-6, rtol=0)
+    with pytest.raises(ConfigError, match="policy_root_rotation.*heading_free"):
+        make_env("HumanoidAMP", num_envs=1, policy_root_rotation="local", **FAST)
+    env.close()
 
 
 # ---- round trips against the MotionLib -----------------------------------------------------------
@@ -260,6 +296,36 @@ def test_early_termination_lying_not_standing():
         assert not terminated[0]
 
 
+def test_fall_propped_on_the_shield_terminates():
+    """Sword-and-shield humanoid lying on its left side, propped up by the shield: every body
+    but the shield arm stays above its height (head 0.3 m, others 0.15 m), so only the
+    release's `left_lower_arm` height (0.32 m) ends the episode. Body heights are the
+    simulator's kinematics of that pose; the floor's push on the shield is the contact."""
+    env = make_env("HumanoidAMP", robot="sword_shield", num_envs=1, state_init="Default", **FAST)
+    env.reset()
+    names = env.robot.body_names
+    arm = names.index("left_lower_arm")
+    assert env.termination_heights[arm].item() == pytest.approx(0.32)
+    assert env.termination_heights[names.index("head")].item() == pytest.approx(0.3)
+    states = env.default_states(1)
+    # rolled 69 degrees onto the left side (about the forward axis), pelvis 0.39 m up
+    states.root_rot = rot.quat_from_axis_angle(torch.tensor([[1.0, 0.0, 0.0]]), torch.tensor([-1.2]))
+    states.root_pos = torch.tensor([[0.0, 0.0, 0.39]])
+    body_pos = env.kinematics_of(states).body_pos  # [1, B, 3]
+    height = body_pos[0, :, 2]
+    others = env.non_contact_mask.clone()
+    others[arm] = False
+    assert height[arm] < 0.32 and bool((height[others] >= 0.15).all()) and height[names.index("head")] > 0.3
+    contact = torch.zeros(1, len(names), 3)
+    contact[0, names.index("shield"), 2] = 50.0  # the floor holds the shield up
+    steps = torch.tensor([10])
+    assert bool(fall_termination(contact, body_pos, env.termination_heights, env.non_contact_mask, steps)[0])
+    without_arm_height = env.termination_heights.clone()
+    without_arm_height[arm] = 0.15  # the configuration before: this fall went on
+    assert not bool(fall_termination(contact, body_pos, without_arm_height, env.non_contact_mask, steps)[0])
+    env.close()
+
+
 def test_truncation_is_not_termination():
     env = make_env("HumanoidAMP", num_envs=2, state_init="Default", enable_early_termination=False,
                    max_episode_length=300, **FAST)
@@ -337,6 +403,21 @@ def test_recovery_episode_suppresses_early_termination():
     assert terminated[1]  # the grace period is over
 
 
+def test_recovery_grace_period_suppresses_time_outs():
+    """As the release: an episode in its grace period does not time out (4-step episodes here),
+    it ends when the grace period (10 steps) is over."""
+    env = make_env("HumanoidASE", num_envs=2, state_init="Default", fall_pool_size=2, fall_steps=5,
+                   fall_init_prob=1.0, recovery_steps=10, max_episode_length=4, **FAST)
+    env.reset()
+    assert (env.recovery_counter == 10).all()
+    hold = hold_pose_actions(env, torch.zeros(2, env.num_actions))
+    for step in range(1, 10):
+        _, _, terminated, truncated, _ = env.step(hold)
+        assert not bool((terminated | truncated).any()), step
+    _, _, terminated, truncated, info = env.step(hold)
+    assert bool((terminated | truncated).all()) and info["episode"]["length"].tolist() == [10, 10]
+
+
 def test_fall_init_starts_from_pool():
     # Hybrid init is configured, but every reset draws from the pool (no reference resets at all)
     env = make_env("HumanoidASE", num_envs=4, motion_file=str(CARTWHEEL), state_init="Hybrid",
@@ -371,28 +452,73 @@ def test_step_observations_equal_the_simulator_state_after_resets():
 # ---- perturbations and playback ------------------------------------------------------------------
 
 
-def test_projectiles_fly_at_the_torso():
-    env = make_env("HumanoidPerturb", num_envs=2, throw_interval=4, flight_steps=4, **FAST)
+def test_projectiles_as_the_release():
+    """13 boxes per world with the release's masses (1.6 kg small, 12.5 kg large), launched on
+    its schedule (steps 60, 67, 77, 112, 114, 116, 119, 121, 123, 126, 128, 188, 488) from 4-5 m
+    and 0.25-2 m up, at 30-40 m/s towards the torso."""
+    import mujoco
+
+    from ase_humanoid.envs.humanoid_perturb import launch_steps, launch_states
+
+    assert launch_steps([60, 7, 10, 35, 2, 2, 3, 2, 2, 3, 2, 60, 300]) == [
+        60, 67, 77, 112, 114, 116, 119, 121, 123, 126, 128, 188, 488]
+    env = make_env("HumanoidPerturb", num_envs=2, **FAST)
+    model = env.mj_model
+    masses = sorted(model.body_mass[mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, name)]
+                    if mujoco.mj_name2id(model, mujoco.mjtObj.mjOBJ_BODY, name) >= 0 else
+                    model.body_mass[[i for i in range(model.nbody) if model.body(i).name.endswith(name)][0]]
+                    for name in env.sim.prop_names)
+    assert len(masses) == 13
+    assert masses[:12] == pytest.approx([1.6] * 12, rel=1e-4) and masses[12] == pytest.approx(12.5, rel=1e-4)
+    env.close()
+
+    # a short schedule to watch: small at step 2, large at step 4
+    env = make_env("HumanoidPerturb", num_envs=2, projectile_kinds=["small", "large"],
+                   projectile_intervals=[2, 2], flight_steps=4, **FAST)
     env.reset()
     hold = hold_pose_actions(env, torch.zeros(2, env.num_actions))
-    for step in range(1, 12):
+    for step in range(1, 8):
         env.step(hold)
         torso = env.sim.state.body_pos[:, env.target_body_id]
-        small = (env.sim.prop_state("projectile_small").pos - torso).norm(dim=-1)
-        large = (env.sim.prop_state("projectile_large").pos - torso).norm(dim=-1)
-        if step < 4:
-            assert (small > 50).all() and (large > 50).all()  # parked far away
+        small, large = (env.sim.prop_state(f"projectile_{k}") for k in range(2))
+        d_small, d_large = ((p.pos - torso).norm(dim=-1) for p in (small, large))
+        if step < 2:
+            assert (d_small > 50).all() and (d_large > 50).all()  # parked far away
+        if step == 2:
+            assert ((d_small > 3.5) & (d_small < 5.6)).all() and (d_large > 50).all()
+            assert bool(((small.pos[:, 2] >= 0.25) & (small.pos[:, 2] <= 2.0)).all())
+            previous = d_small
+            speeds = small.lin_vel.norm(dim=-1)
+            aim = torch.nn.functional.normalize(small.lin_vel, dim=-1)
+            to_torso = torch.nn.functional.normalize(torso - small.pos, dim=-1)
+            assert bool(((speeds >= 30.0) & (speeds <= 40.0)).all())
+            assert bool(((aim * to_torso).sum(-1) > 0.9).all())  # 0.1 noise on a 4-5 m offset
+        if step == 3:
+            assert (d_small < previous - 0.8).all()  # 30-40 m/s: > 1 m per control step closer
         if step == 4:
-            assert ((small > 3.9) & (small < 6.2)).all() and (large > 50).all()
-            previous = small
-        if step in (5, 6):
-            assert (small < previous - 0.8).all()  # 30-40 m/s: > 1 m per step towards the torso
-            previous = small
-        if step == 8:
-            assert (small > 50).all() and ((large > 3.9) & (large < 6.2)).all()  # alternate
-        if step == 10:
-            assert (large < 2.5).all()
+            assert ((d_large > 3.5) & (d_large < 5.6)).all()
     assert not env.cfg.enable_early_termination
+    env.close()
+
+    # falls are counted, not terminated: env 0 holds its pose, env 1 lies down (no projectiles)
+    env = make_env("HumanoidPerturb", num_envs=2, projectile_kinds=["small"], projectile_intervals=[1000],
+                   max_episode_length=20, **FAST)
+    env.reset()
+    set_lying(env, torch.tensor([1]))
+    hold = hold_pose_actions(env, torch.zeros(2, env.num_actions))
+    for _ in range(20):
+        _, _, terminated, truncated, _ = env.step(hold)
+        assert not bool(terminated.any())
+    assert bool(truncated.all())  # both episodes ran to the time limit
+    assert env.task_metrics() == {"task/fall_rate": 0.5}
+    env.close()
+
+    # the launch itself against a hand computation: straight at the target, no noise
+    start, velocity = launch_states(torch.tensor([[0.0, 0.0, 1.0]]), torch.tensor([[0.5, 0.0]]),
+                                    torch.zeros(1, 2), torch.tensor([4.0]), torch.tensor([0.0]),
+                                    torch.tensor([1.0]), torch.tensor([30.0]), torch.zeros(1, 3))
+    torch.testing.assert_close(start, torch.tensor([[4.0, 0.0, 1.0]]))
+    torch.testing.assert_close(velocity, torch.tensor([[-29.5, 0.0, 0.0]]))
 
 
 def test_view_motion_plays_clips():

@@ -13,6 +13,7 @@ from ase_humanoid.agents.hrl import (
     HRLConfig,
     HRLEnv,
     LowLevelController,
+    latent_from_action,
     load_llc,
     make_hrl_env,
 )
@@ -79,14 +80,14 @@ def test_one_high_level_step_is_llc_steps_control_steps():
     assert hier.action_space.shape == (64,) and hier.control_freq == pytest.approx(6.0)
     obs_h, obs_p = hier.reset(), plain.reset()
     assert torch.equal(obs_h, obs_p)
-    latent = torch.randn(3, 64, generator=torch.Generator().manual_seed(1))
+    latent = 2.0 * torch.rand(3, 64, generator=torch.Generator().manual_seed(1)) - 1.0
     z = torch.nn.functional.normalize(latent, dim=-1)
     task_rewards, style_rewards = [], []
     for _ in range(5):
         obs_p, reward, _, _, info = plain.step(llc.actions(obs_p[:, :llc.obs_dim], z))
         task_rewards.append(reward)
         style_rewards.append(llc.calc_style_reward(info["amp_obs"]))
-    obs_h, reward_h, terminated, truncated, info_h = hier.step(3.0 * latent)  # scale is irrelevant
+    obs_h, reward_h, terminated, truncated, info_h = hier.step(0.5 * latent)  # scale inside [-1, 1]: irrelevant
     assert torch.equal(hier.episode_steps, plain.episode_steps) and int(hier.episode_steps[0]) == 5
     if not bool((terminated | truncated).any()):
         assert torch.allclose(obs_h, obs_p, atol=1e-4)  # z normalised from a scaled latent: float noise
@@ -94,6 +95,36 @@ def test_one_high_level_step_is_llc_steps_control_steps():
         assert torch.allclose(info_h["style_reward"], torch.stack(style_rewards).mean(0), atol=1e-5)
     hier.close()
     plain.close()
+
+
+def test_high_level_actions_are_clamped_before_normalising():
+    """As the release: components beyond [-1, 1] (sampling noise around the tanh mean) are cut."""
+    actions = torch.tensor([[3.0, 0.5, 0.0], [1.0, 0.5, 0.0], [-0.2, 0.0, 0.0]])
+    z = latent_from_action(actions)
+    expected = torch.nn.functional.normalize(torch.tensor([[1.0, 0.5, 0.0]]), dim=-1)
+    torch.testing.assert_close(z[0:1], expected)
+    torch.testing.assert_close(z[1:2], expected)
+    torch.testing.assert_close(z[2], torch.tensor([-1.0, 0.0, 0.0]))
+
+
+def test_an_episode_ending_inside_a_high_level_step_restarts_at_the_next():
+    """Episodes of 7 control steps, high-level steps of 5: the first episode ends at low step 2 of
+    the second high-level step. The env then starts a fresh episode at the high-level boundary
+    (0 steps run, first observation of a reset), not 3 steps into one driven by the old latent."""
+    env = make_env("HumanoidReach", num_envs=2, robot="amp_humanoid", max_episode_length=7, **FAST)
+    make_hrl_env(env, random_llc(env), llc_steps=5)
+    env.reset()
+    latent = torch.full((2, 64), 0.1)
+    _, _, terminated, truncated, _ = env.step(latent)
+    assert not bool((terminated | truncated).any()) and env.episode_steps.tolist() == [5, 5]
+    obs, _, terminated, truncated, info = env.step(latent)
+    assert bool(truncated.all()) and info["episode"]["length"].tolist() == [7, 7]
+    assert env.episode_steps.tolist() == [0, 0]  # restarted at the boundary
+    assert int(env.goal_steps.sum()) == 0
+    torch.testing.assert_close(obs, env.compute_observations())  # the reset state's observation
+    assert obs[:, 0].tolist() == pytest.approx([0.89, 0.89], abs=1e-4)  # standing (Default) root height
+    assert env.task_metrics()["task/distance"] > 0  # the real episode's metrics are kept
+    env.close()
 
 
 TRAIN = ["num_envs=4", "device=cpu", "sim=mujoco", "num_threads=1", "save_every=0", "max_epochs=2",

@@ -116,10 +116,11 @@ def test_strike_reward_terms():
     # faster than 1 m/s is capped (full term), moving away gives 0
     assert rewards.strike_reward(root, torch.tensor([[2.0, 0.0]]), far, upright).item() == pytest.approx(0.4)
     assert rewards.strike_reward(root, torch.tensor([[-2.0, 0.0]]), far, upright).item() == pytest.approx(0.0)
-    # near the target the approach term is full; tilted 60 degrees: 0.6 (1 - cos 60) + 0.4
+    # standing still next to the target earns nothing extra; tilted 60 degrees: 0.6 (1 - cos 60)
     tilted = rot.quat_from_axis_angle(torch.tensor([[1.0, 0.0, 0.0]]), torch.tensor([math.pi / 3]))
     near = torch.tensor([[0.7, 0.0, 0.9]])
-    assert rewards.strike_reward(root, torch.zeros(1, 2), near, tilted).item() == pytest.approx(0.6 * 0.5 + 0.4, abs=1e-6)
+    assert rewards.strike_reward(root, torch.zeros(1, 2), near, upright).item() == pytest.approx(0.0)
+    assert rewards.strike_reward(root, torch.zeros(1, 2), near, tilted).item() == pytest.approx(0.6 * 0.5, abs=1e-6)
     assert not bool(rewards.strike_success(tilted))
     # tilted past ~78 degrees (cos < 0.2): reward 1 and success, wherever the character is
     down = rot.quat_from_axis_angle(torch.tensor([[0.0, 1.0, 0.0]]), torch.tensor([math.radians(80.0)]))
@@ -228,20 +229,82 @@ def test_strike_target_is_a_rigid_body_knocked_over_by_a_push():
     ram_pos = torch.tensor([[2.0, 0.0, 1.5], [50.0, 0.0, 0.15]])  # env 1's stays parked
     ram_vel = torch.tensor([[6.0, 0.0, 0.0], [0.0, 0.0, 0.0]])
     env.sim.set_prop_state("ram", ids, ram_pos, rot.quat_identity(2), ram_vel, _zero3(2))
-    ended = torch.zeros(2, dtype=torch.bool)
-    max_reward = torch.zeros(2)
+    down_reward = torch.zeros(2)
+    standing = env.default_states(2)
     for _ in range(60):
+        env.sim.set_robot_state(ids, *standing.as_tuple())  # held standing: no fall, no failure
         _, reward, terminated, _, _ = env.step(zeros)
-        max_reward = torch.maximum(max_reward, reward)
-        ended |= terminated
-        if bool(terminated[0]):
-            assert bool(env.succeeded[0]) and not bool(env.failed[0])
-            assert reward[0].item() == pytest.approx(1.0)
-            break
-    assert bool(ended[0]), "the pushed target should fall over (success)"
-    assert not bool(ended[1]) and (env.target_state.pos[1] - start[1]).norm() < 0.01
+        assert not bool(terminated.any()), "knocking the target over must not end the episode"
+        if bool(env.knocked_down[0]):
+            down_reward = reward
+    assert bool(env.knocked_down[0]), "the pushed target should fall over"
+    assert down_reward[0].item() == pytest.approx(1.0)  # still paying on the last step
+    assert not bool(env.knocked_down[1]) and (env.target_state.pos[1] - start[1]).norm() < 0.01
+    env.reset()  # ends both episodes: env 0 succeeded, env 1 did not
     metrics = env.task_metrics()
-    assert metrics["task/success_rate"] == 1.0 and 0.0 < metrics["task/time_to_success"] < 2.0
+    assert metrics["task/success_rate"] == 0.5 and 0.0 < metrics["task/time_to_success"] < 2.0
+    env.close()
+
+
+def discounted_return(rewards_per_step: list[float], ended_at: int | None, gamma: float) -> float:
+    """Sum of gamma^t r_t up to and including step `ended_at` (a termination: no bootstrap)."""
+    total = 0.0
+    for t, r in enumerate(rewards_per_step):
+        total += gamma ** t * r
+        if ended_at is not None and t == ended_at:
+            break
+    return total
+
+
+def test_striking_pays_more_than_standing_next_to_the_target():
+    """The env's own reward and termination over a whole episode: standing 0.8 m from an upright
+    target versus knocking it down at step k. Striking must win for any k in the episode (the
+    old rewards paid 0.4 per step for standing near it and ended the episode on a knock-down)."""
+    env = make_env("HumanoidStrike", num_envs=1, robot="amp_humanoid", **FAST)
+    env.reset()
+    ids = torch.arange(1)
+    root_xy = env.sim.state.root_pos[:, :2]
+    gamma = 0.99  # cfg/train/hrl.yaml
+    upright = rot.quat_identity(1)
+    down = rot.quat_from_axis_angle(torch.tensor([[0.0, 1.0, 0.0]]), torch.tensor([math.pi / 2]))
+    target_pos = {"up": torch.cat([root_xy + torch.tensor([[0.8, 0.0]]), torch.tensor([[0.9]])], -1),
+                  "down": torch.cat([root_xy + torch.tensor([[1.5, 0.0]]), torch.tensor([[0.2]])], -1)}
+
+    def episode(knock_step: int | None) -> float:
+        """Discounted return with the target knocked down from `knock_step` on (None: never)."""
+        per_step, ended_at = [], None
+        for t in range(env.max_episode_length):
+            state = "down" if knock_step is not None and t >= knock_step else "up"
+            env.sim.set_prop_state("target", ids, target_pos[state], down if state == "down" else upright,
+                                   _zero3(1), _zero3(1))
+            env.prev_root_pos = env.sim.state.root_pos.clone()  # standing still
+            env.episode_steps[:] = t + 1
+            per_step.append(env.compute_task_reward().item())
+            if bool(env.compute_task_termination()[0]) and ended_at is None:
+                ended_at = t
+        return discounted_return(per_step, ended_at, gamma)
+
+    standing = episode(None)
+    assert standing == pytest.approx(0.0, abs=1e-6)
+    returns = {k: episode(k) for k in (10, 100, 250, 299)}
+    assert all(r > standing for r in returns.values()), returns
+    # an early strike is worth most: about 1 per step for the rest of the episode
+    assert returns[10] > 80.0 and returns[10] > returns[100] > returns[250], returns
+    env.close()
+
+
+def test_strike_targets_near_half_the_time_and_observed_height():
+    env = make_env("HumanoidStrike", num_envs=400, robot="amp_humanoid", **FAST)
+    env.reset()
+    offset = env.target_state.pos[:, :2] - env.sim.state.root_pos[:, :2]
+    distance = offset.norm(dim=-1)
+    assert bool((distance >= 0.5 - 1e-4).all()) and bool((distance <= 10.0 + 1e-4).all())
+    # P(d <= 1.5) = 0.5 (near) + 0.5 * 1 / 9.5 (far draws that land near) = 0.553
+    assert (distance <= 1.5).float().mean().item() == pytest.approx(0.553, abs=0.08)
+    # the observed target height is the target's own height above the floor (0.9 m standing)
+    obs = env.compute_task_obs()
+    assert torch.allclose(obs[:, 2], env.target_state.pos[:, 2], atol=1e-5)
+    assert torch.allclose(obs[:, :2].norm(dim=-1), distance, atol=1e-4)
     env.close()
 
 

@@ -1,8 +1,9 @@
 """Hierarchical control on a pretrained ASE low-level controller (LLC).
 
 A high-level policy (PPO, MLP [1024, 512], tanh on the action mean, fixed log-std -2.3) picks a
-64-d action every `llc_steps` (5) control steps; normalised to unit length it is the latent z of
-the frozen LLC, which then acts deterministically (its action mean) for those control steps.
+64-d action every `llc_steps` (5) control steps; clamped to [-1, 1] and normalised to unit length
+(as in the ASE release) it is the latent z of the frozen LLC, which then acts deterministically
+(its action mean) for those control steps.
 
 Pieces, so that the ordinary `Runner` trains it unchanged:
   `LowLevelController`  the frozen ASE actor + discriminator with their normalisers, read from an
@@ -170,10 +171,16 @@ def check_llc_fits(llc: LowLevelController, env) -> None:
 
 # ---------------------------------------------------------------------------- hierarchical env
 
+def latent_from_action(actions: torch.Tensor) -> torch.Tensor:
+    """High-level actions `[N, latent_dim]` -> unit latents: clamped to [-1, 1] first, as the
+    release does, so sampling noise beyond the tanh range cannot outweigh the other components."""
+    return F.normalize(torch.clamp(actions, -1.0, 1.0), dim=-1)
+
+
 class HRLEnv:
     """Mixin that turns a task env into its hierarchical version (see `make_hrl_env`):
     `step(hl_actions [N, latent_dim])` runs `llc_steps` control steps of the task env with
-    z = hl_actions / |hl_actions| and the LLC's deterministic actions.
+    z = `latent_from_action(hl_actions)` and the LLC's deterministic actions.
 
     Returns obs `[N, num_obs]` (the task env's), reward `[N]` = task reward averaged over the
     low-level steps of the current episode, terminated / truncated `[N]` (a low-level step ended
@@ -181,8 +188,11 @@ class HRLEnv:
     steps, averaged), `final_obs` (the observation that ended the episode for envs that finished,
     else the current one), `amp_obs` of the last low-level step, and `episode` {"return",
     "length"} `[k]` of the k finished episodes in env order (task-reward sums and control steps).
-    An env whose episode ends at low-level step k < llc_steps goes on in its new episode for the
-    rest of the high-level step (all worlds advance together).
+    An env whose episode ends at low-level step k < llc_steps is reset at once and, since all
+    worlds advance together, steps on with the old latent for the rest of the high-level step;
+    those steps are then discarded (`restart_episodes`: reset again, nothing of them recorded),
+    so every episode starts at a high-level step with a latent chosen from its first
+    observation, as in the release (which holds the ended episode until the high-level step ends).
 
     Being the task env itself (not a wrapper object), its whole state -- episode counters, goals,
     AMP history, physics -- stays in one object for checkpoints.
@@ -213,7 +223,7 @@ class HRLEnv:
     def step(self, actions: torch.Tensor):
         if self._needs_reset:
             self.reset()
-        z = F.normalize(torch.as_tensor(actions, device=self.device, dtype=torch.float32), dim=-1)
+        z = latent_from_action(torch.as_tensor(actions, device=self.device, dtype=torch.float32))
         n, dev = self.num_envs, self.device
         task_sum, style_sum, counted = (torch.zeros(n, device=dev) for _ in range(3))
         ended = torch.zeros(n, dtype=torch.bool, device=dev)
@@ -238,6 +248,11 @@ class HRLEnv:
             truncated_any |= truncated & active
             ended |= done_now
             self.hl_obs = obs
+        # Episodes that ended before the last low-level step began a new episode under the old
+        # latent: start them again here, at the high-level step, from a fresh reset.
+        restart = (ended & (self.episode_steps > 0)).nonzero(as_tuple=False).flatten()
+        if restart.numel():
+            self.hl_obs = self.hl_obs.index_copy(0, restart, self.restart_episodes(restart))
         task_reward = task_sum / counted
         self.hl_episode_return += task_reward
         info = {"style_reward": style_sum / counted,

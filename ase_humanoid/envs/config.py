@@ -21,6 +21,7 @@ from ase_humanoid.utils.typed_config import config_from_mapping
 
 STATE_INIT_CHOICES = ("Default", "Start", "Random", "Hybrid")
 SIM_CHOICES = ("mujoco", "mujoco_warp", "isaacgym")
+POLICY_ROOT_ROTATIONS = ("heading_free", "world")  # envs/observations.py policy_observation
 
 C = TypeVar("C", bound="HumanoidEnvConfig")
 
@@ -46,9 +47,13 @@ class HumanoidEnvConfig:
     max_episode_length: int = 300  # control steps
     control_substeps: int = 4  # physics steps per control step (120 Hz / 30 Hz)
     num_amp_obs_steps: int = 10  # AMP observation history length
-    # True: the root's rotation in the policy / AMP observations has its heading removed like
-    # every other body; False: the root rotation is given in the world frame (heading kept)
+    # AMP observation: True removes the heading from the root's rotation (as the release's
+    # localRootObs: True does there); False keeps the world rotation
     local_root_obs: bool = True
+    # Policy observation: heading_free removes the heading from the root's rotation like from
+    # every other body (turning in place changes nothing); world keeps it, which is what the
+    # release's localRootObs: True puts there (policy_root_rotation=world reproduces the release)
+    policy_root_rotation: str = "heading_free"
     key_bodies: list[str] | None = None  # None: the robot config's key bodies
     contact_bodies: list[str] | None = None  # None: the robot config's contact bodies (feet)
     seed: int | None = None  # None draws from torch's global generator
@@ -61,6 +66,8 @@ class HumanoidEnvConfig:
         """Raise ConfigError naming the first invalid field."""
         _check(self.num_envs > 0, "num_envs", f"must be > 0, got {self.num_envs}")
         _check(self.sim in SIM_CHOICES, "sim", f"{self.sim!r} is not one of {list(SIM_CHOICES)}")
+        _check(self.policy_root_rotation in POLICY_ROOT_ROTATIONS, "policy_root_rotation",
+               f"{self.policy_root_rotation!r} is not one of {list(POLICY_ROOT_ROTATIONS)}")
         _check(self.state_init in STATE_INIT_CHOICES, "state_init",
                f"{self.state_init!r} is not one of {list(STATE_INIT_CHOICES)}")
         _check(0.0 <= self.hybrid_init_prob <= 1.0, "hybrid_init_prob",
@@ -87,10 +94,10 @@ class HumanoidASEConfig(HumanoidEnvConfig):
 
     state_init: str = "Hybrid"
     recovery_episode_prob: float = 0.2  # a terminated env continues from its fallen state
-    recovery_steps: int = 60  # early termination is suppressed this long in a recovery episode
+    recovery_steps: int = 60  # early termination and time-outs are suppressed this long in a recovery episode
     fall_init_prob: float = 0.1  # a reset starts from a state of the fall pool
     fall_pool_size: int | None = None  # None: max(num_envs, 64)
-    fall_steps: int = 150  # control steps simulated to make the fall pool
+    fall_steps: int = 75  # control steps (2.5 s) simulated to make the fall pool, as the release
 
     def validate(self) -> None:
         super().validate()
@@ -103,30 +110,56 @@ class HumanoidASEConfig(HumanoidEnvConfig):
         _check(self.fall_steps > 0, "fall_steps", f"must be > 0, got {self.fall_steps}")
 
 
+PROJECTILE_KINDS = ("small", "large")
+# The ASE release's schedule: control steps between launches (the first after the episode start)
+RELEASE_PROJECTILE_INTERVALS = [60, 7, 10, 35, 2, 2, 3, 2, 2, 3, 2, 60, 300]
+RELEASE_PROJECTILE_KINDS = ["small"] * 11 + ["large", "small"]
+
+
 @dataclass
 class HumanoidPerturbConfig(HumanoidEnvConfig):
-    """Projectiles thrown at a (trained) controller; no early termination."""
+    """Projectiles thrown at a (trained) controller on the ASE release's schedule; no early
+    termination (envs/humanoid_perturb.py)."""
 
     state_init: str = "Default"
     enable_early_termination: bool = False
-    throw_interval: int = 60  # control steps between throws; projectiles alternate small / large
-    throw_distance_min: float = 4.0  # metres from the torso
+    # one projectile body per entry; launched projectile_intervals[k] steps after projectile k - 1
+    projectile_kinds: list[str] = dataclasses.field(default_factory=lambda: list(RELEASE_PROJECTILE_KINDS))
+    projectile_intervals: list[int] = dataclasses.field(default_factory=lambda: list(RELEASE_PROJECTILE_INTERVALS))
+    small_projectile_size: float = 0.2  # cube edge, m
+    small_projectile_density: float = 200.0  # kg/m^3: 1.6 kg
+    large_projectile_size: float = 0.5
+    large_projectile_density: float = 100.0  # 12.5 kg
+    throw_distance_min: float = 4.0  # metres from the root, on the ground plane
     throw_distance_max: float = 5.0
+    throw_height_min: float = 0.25  # launch height above the floor, m
+    throw_height_max: float = 2.0
     throw_speed_min: float = 30.0  # m/s
     throw_speed_max: float = 40.0
-    flight_steps: int = 30  # control steps a thrown projectile stays in the scene before parking
+    aim_noise: float = 0.1  # std of the Gaussian noise added to the direction to the torso
+    flight_steps: int = 30  # control steps a launched projectile stays in the scene before parking
 
     def validate(self) -> None:
         super().validate()
-        _check(self.throw_interval > 0, "throw_interval", f"must be > 0, got {self.throw_interval}")
+        kinds, intervals = list(self.projectile_kinds), list(self.projectile_intervals)
+        _check(len(kinds) > 0 and all(k in PROJECTILE_KINDS for k in kinds), "projectile_kinds",
+               f"must be a non-empty list of {list(PROJECTILE_KINDS)}, got {kinds}")
+        _check(len(intervals) == len(kinds) and all(i > 0 for i in intervals), "projectile_intervals",
+               f"need one interval > 0 per projectile_kinds entry ({len(kinds)}), got {intervals}")
+        for name in ("small_projectile_size", "small_projectile_density", "large_projectile_size",
+                     "large_projectile_density"):
+            _check(getattr(self, name) > 0, name, f"must be > 0, got {getattr(self, name)}")
         _check(0.5 < self.throw_distance_min <= self.throw_distance_max, "throw_distance_min",
                f"need 0.5 < throw_distance_min <= throw_distance_max, got "
                f"{self.throw_distance_min}, {self.throw_distance_max}")
+        _check(0.0 < self.throw_height_min <= self.throw_height_max, "throw_height_min",
+               f"need 0 < throw_height_min <= throw_height_max, got "
+               f"{self.throw_height_min}, {self.throw_height_max}")
         _check(0.0 < self.throw_speed_min <= self.throw_speed_max, "throw_speed_min",
                f"need 0 < throw_speed_min <= throw_speed_max, got "
                f"{self.throw_speed_min}, {self.throw_speed_max}")
-        _check(0 < self.flight_steps <= self.throw_interval, "flight_steps",
-               f"must be in [1, throw_interval], got {self.flight_steps}")
+        _check(self.aim_noise >= 0.0, "aim_noise", f"must be >= 0, got {self.aim_noise}")
+        _check(self.flight_steps > 0, "flight_steps", f"must be > 0, got {self.flight_steps}")
 
 
 @dataclass

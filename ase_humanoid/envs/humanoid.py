@@ -312,7 +312,7 @@ class Humanoid:
             amp_now = torch.nan_to_num(amp_now, nan=0.0, posinf=0.0, neginf=0.0)
             terminated = terminated | nonfinite
             self.nonfinite_resets += num_nonfinite
-        truncated = term_fn.timeout(self.episode_steps, self.max_episode_length) & ~terminated
+        truncated = self.compute_truncated() & ~terminated
         self.terminated_buf = terminated
         self.nonfinite_buf = nonfinite
 
@@ -401,7 +401,7 @@ class Humanoid:
         body = (state.body_pos, state.body_rot, state.body_lin_vel, state.body_ang_vel)
         if env_ids is not None:
             body = tuple(x[env_ids] for x in body)
-        obs = obs_fn.policy_observation(*body, local_root_obs=self.cfg.local_root_obs)
+        obs = obs_fn.policy_observation(*body, root_rotation=self.cfg.policy_root_rotation)
         if self.task_obs_size:
             obs = torch.cat([obs, self.compute_task_obs(env_ids)], dim=-1)
         return obs
@@ -411,11 +411,12 @@ class Humanoid:
         `[N, per_step]` of every env in SimState `state`."""
         return obs_fn.humanoid_observations(state.body_pos, state.body_rot, state.body_lin_vel,
                                             state.body_ang_vel, state.joint_rot, state.joint_vel,
-                                            self.key_body_ids, self.cfg.local_root_obs)
+                                            self.key_body_ids, self.cfg.local_root_obs,
+                                            self.cfg.policy_root_rotation)
 
     def policy_obs_of(self, kinematics: ArticulationState) -> torch.Tensor:
         """Humanoid part of the policy observation `[n, 15 B - 2]` of states with `kinematics`."""
-        return obs_fn.policy_observation(*kinematics.bodies(), local_root_obs=self.cfg.local_root_obs)
+        return obs_fn.policy_observation(*kinematics.bodies(), root_rotation=self.cfg.policy_root_rotation)
 
     def _plan_policy_obs(self, plan: ResetPlan) -> torch.Tensor:
         """The humanoid policy observation `[n, 15 B - 2]` of the states `plan` has just set."""
@@ -423,7 +424,7 @@ class Humanoid:
             return plan.policy_obs
         s = self.sim.state
         return obs_fn.policy_observation(*(x.index_select(0, plan.env_ids) for x in (
-            s.body_pos, s.body_rot, s.body_lin_vel, s.body_ang_vel)), local_root_obs=self.cfg.local_root_obs)
+            s.body_pos, s.body_rot, s.body_lin_vel, s.body_ang_vel)), root_rotation=self.cfg.policy_root_rotation)
 
     def _with_task_obs(self, humanoid_obs: torch.Tensor, task_obs: torch.Tensor | None) -> torch.Tensor:
         return humanoid_obs if task_obs is None else torch.cat([humanoid_obs, task_obs], dim=-1)
@@ -479,7 +480,7 @@ class Humanoid:
         ms = motion_lib.get_motion_state(motion_ids, times, body_states=False)
         body = body_state_from_qpos(self.robot, ms.root_pos, ms.root_rot, ms.root_lin_vel,
                                     ms.root_ang_vel, ms.dof_pos, ms.dof_vel)
-        return obs_fn.policy_observation(*body, local_root_obs=self.cfg.local_root_obs)
+        return obs_fn.policy_observation(*body, root_rotation=self.cfg.policy_root_rotation)
 
     # ---- physics, terminations ----------------------------------------------------------------
 
@@ -501,6 +502,10 @@ class Humanoid:
         task = self.compute_task_termination()
         return terminated if task is None else terminated | task
 
+    def compute_truncated(self) -> torch.Tensor:
+        """Time-outs `[N]` bool: the episode has run `max_episode_length` control steps."""
+        return term_fn.timeout(self.episode_steps, self.max_episode_length)
+
     # ---- resets -------------------------------------------------------------------------------
 
     def reset_envs(self, env_ids: torch.Tensor) -> ResetPlan:
@@ -511,6 +516,13 @@ class Humanoid:
             self.sim.set_robot_state(plan.env_ids, *plan.states.as_tuple(), kinematics=plan.kinematics)
         self._start_episodes(env_ids, plan)
         return plan
+
+    def restart_episodes(self, env_ids: torch.Tensor) -> torch.Tensor:
+        """Reset `env_ids [n]` again, discarding the steps their current (just begun) episodes
+        have run; returns their first observations `[n, num_obs]` (hierarchical envs start an
+        episode only at a high-level step)."""
+        self.reset_envs(env_ids)
+        return self.compute_observations(env_ids)
 
     def plan_reset(self, env_ids: torch.Tensor) -> ResetPlan:
         """Initial states of the humanoids of `env_ids` by `state_init` (subclasses add modes)."""

@@ -2,18 +2,19 @@
 
 On top of the AMP humanoid (the ASE agent brings the latents, encoder and diversity terms):
 
-* **Fall pool.** At start-up `fall_pool_size` humanoids (default max(num_envs, 64)) are dropped
-  from 1 m with uniformly random root rotations and driven by random actions (uniform in
-  [-0.5, 0.5], redrawn every control step) for `fall_steps` (150) control steps, all in one
-  batched simulator of their own. Their final root poses and DoF positions, at rest (zero
+* **Fall pool.** At start-up `fall_pool_size` humanoids (default max(num_envs, 64)) start from
+  the standing pose (root 0.89 m up) with uniformly random root rotations and hold one random
+  action each (uniform in [-0.5, 0.5]) for `fall_steps` (75 control steps, 2.5 s), all in one
+  batched simulator of their own, as in the ASE release. Their final root poses and DoF positions, at rest (zero
   velocities), are the pool. With probability `fall_init_prob` (0.1) a reset starts from a
   random pool state.
 * **Recovery episodes.** When an env terminates (a fall), with probability
   `recovery_episode_prob` (0.2) its reset keeps the humanoid where it lies: a new episode starts
   from the fallen state (the agent has seen `terminated`) with its AMP history continuing, and
-  early termination is suppressed for its first `recovery_steps` (60) control steps, so the
-  policy gets that long to get up; after that the episode runs on like any other (up to
-  `max_episode_length`). Resets from the fall pool get the same grace period.
+  early termination and the time limit are suppressed for its first `recovery_steps` (60)
+  control steps (as in the release), so the policy gets that long to get up; after that the
+  episode runs on like any other (up to `max_episode_length`, or at once when that has passed).
+  Resets from the fall pool get the same grace period.
 * Every other reset uses the configured `state_init` (default Hybrid).
 """
 
@@ -25,6 +26,7 @@ from ase_humanoid.envs.config import HumanoidASEConfig
 from ase_humanoid.envs.humanoid import (
     KINEMATICS_FIELDS,
     STATE_FIELDS,
+    DEFAULT_ROOT_HEIGHT,
     Humanoid,
     ResetPlan,
     RobotStates,
@@ -34,9 +36,6 @@ from ase_humanoid.envs.terminations import nonfinite_envs
 from ase_humanoid.sim.base import make_backend
 from ase_humanoid.utils import rotations as rot
 
-FALL_DROP_HEIGHT = 1.0
-"""Root height (m) the fall-pool humanoids are dropped from: clear of the floor in any rotation
-of the standing pose, low enough not to bounce."""
 FALL_ACTION_RANGE = 0.5
 """Random actions of the fall-pool run are uniform in [-this, this]."""
 
@@ -63,17 +62,17 @@ class HumanoidASE(Humanoid):
         sim = make_backend(cfg.sim, robot, pool_size, device=dev, num_threads=cfg.num_threads)
         try:
             root_pos = torch.zeros(pool_size, 3, device=dev)
-            root_pos[:, 2] = FALL_DROP_HEIGHT
+            root_pos[:, 2] = DEFAULT_ROOT_HEIGHT  # the standing pose's, as the release
             # Normalised Gaussian 4-vectors are uniformly distributed rotations.
             root_rot = rot.quat_normalize(torch.randn(pool_size, 4, generator=g, device=dev))
             zeros3 = torch.zeros(pool_size, 3, device=dev)
             dofs = torch.zeros(pool_size, robot.num_dofs, device=dev)
             sim.set_robot_state(torch.arange(pool_size, device=dev), root_pos, root_rot, zeros3,
                                 zeros3, dofs, dofs)
+            # one random action per humanoid, held for the whole fall (as the release)
+            actions = FALL_ACTION_RANGE * (2.0 * torch.rand(pool_size, robot.num_dofs, generator=g, device=dev) - 1.0)
+            sim.set_pd_targets(robot.action_to_pd_target(actions))
             for _ in range(cfg.fall_steps):
-                actions = FALL_ACTION_RANGE * (2.0 * torch.rand(pool_size, robot.num_dofs, generator=g,
-                                                                device=dev) - 1.0)
-                sim.set_pd_targets(robot.action_to_pd_target(actions))
                 sim.step(cfg.control_substeps)
             s = sim.state
             good = ~nonfinite_envs(s.root_pos, s.root_rot, s.dof_pos)
@@ -96,6 +95,10 @@ class HumanoidASE(Humanoid):
     def compute_terminated(self) -> torch.Tensor:
         """Falls, except during the grace period of recovery / fall-pool episodes."""
         return super().compute_terminated() & (self.recovery_counter == 0)
+
+    def compute_truncated(self) -> torch.Tensor:
+        """Time limit, except during the grace period (as the release's getup env)."""
+        return super().compute_truncated() & (self.recovery_counter == 0)
 
     # ---- resets -------------------------------------------------------------------------------
 

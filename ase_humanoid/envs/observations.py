@@ -9,13 +9,15 @@ Policy observation, B bodies (root first), size 1 + 3 (B - 1) + 6 B + 3 B + 3 B 
 (223 for the 15-body AMP humanoid, 253 for the 17-body sword-and-shield humanoid):
     root height | non-root body positions relative to the root | every body's rotation as
     tan-norm with the heading removed | body linear velocities | body angular velocities.
-`local_root_obs=True` (default) treats the root's rotation like every other body (heading
-removed); `False` gives the root rotation in the world frame (heading kept), which is what the
-ASE release's `localRootObs: False` does.
+`policy_root_rotation="heading_free"` (default) treats the root's rotation like every other body
+(heading removed, so the observation does not change when the character turns); `"world"` gives
+the root's world rotation (heading kept), which is what the ASE release's policy observation
+holds with its `localRootObs: True` (the setting of all its configs).
 
 AMP observation per step, J joint groups, D DoFs, K key bodies, size 13 + 6 J + D + 3 K
 (125 for the AMP humanoid with 4 key bodies, 140 for sword-and-shield with 6):
-    root height | root rotation tan-norm (heading removed unless local_root_obs is False) |
+    root height | root rotation tan-norm (heading removed; world with local_root_obs=False, as
+    the release's `localRootObs` does in its AMP observation) |
     root linear velocity | root angular velocity | per joint group the tan-norm of its local
     rotation (spherical: Rx Ry Rz of its three hinges; hinge: about its axis) | joint velocities
     (spherical: the child's angular velocity relative to its parent in the child frame; hinge:
@@ -48,11 +50,12 @@ def policy_observation(
     body_rot: torch.Tensor,
     body_lin_vel: torch.Tensor,
     body_ang_vel: torch.Tensor,
-    local_root_obs: bool = True,
+    root_rotation: str = "heading_free",
 ) -> torch.Tensor:
     """Policy observation `[..., 15 B - 2]` from world body states.
 
-    body_pos, body_lin_vel, body_ang_vel `[..., B, 3]`, body_rot `[..., B, 4]` (body 0 = root).
+    body_pos, body_lin_vel, body_ang_vel `[..., B, 3]`, body_rot `[..., B, 4]` (body 0 = root);
+    root_rotation "heading_free" | "world": the root's tan-norm with or without its heading.
     """
     lead, num_bodies = body_pos.shape[:-2], body_pos.shape[-2]
     n = math.prod(lead)
@@ -65,7 +68,7 @@ def policy_observation(
     vectors = torch.cat([body_pos[:, 1:] - root_pos.unsqueeze(1), world_tan_norm,
                          body_lin_vel.reshape(n, num_bodies, 3), body_ang_vel.reshape(n, num_bodies, 3)], dim=1)
     local = rot.matmul_exact(vectors, rot.heading_frame_matrix(root_rot))  # [n, 5 B - 1, 3]
-    if not local_root_obs:  # the root's own rotation keeps its heading
+    if root_rotation == "world":  # the root's own rotation keeps its heading
         local[:, num_bodies - 1: num_bodies + 1] = world_tan_norm[:, :2]
     return torch.cat([root_pos[:, 2:3], local.reshape(n, 3 * (5 * num_bodies - 1))], dim=-1).reshape(*lead, 15 * num_bodies - 2)
 
@@ -125,13 +128,15 @@ def humanoid_observations(
     joint_vel: torch.Tensor,
     key_body_ids: torch.Tensor,
     local_root_obs: bool = True,
+    policy_root_rotation: str = "heading_free",
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """The policy observation `[n, 15 B - 2]` and the AMP observation step `[n, 13 + 6 J + D + 3 K]`
     of the same states, equal to `policy_observation` and `amp_observation` of them, computed
     together: one heading matrix and one matmul turn the vectors of both (the env's step path).
 
     body_* `[n, B, ...]` world body states (body 0 = root), joint_rot `[n, J, 4]`,
-    joint_vel `[n, D]`, key_body_ids `[K]` long.
+    joint_vel `[n, D]`, key_body_ids `[K]` long; `local_root_obs` as in `amp_observation`,
+    `policy_root_rotation` as `root_rotation` in `policy_observation`.
     """
     n, num_bodies = body_pos.shape[:2]
     root_pos, root_rot = body_pos[:, 0], body_rot[:, 0]
@@ -142,12 +147,14 @@ def humanoid_observations(
     vectors = torch.cat([rel_pos[:, 1:], world_tan_norm, body_lin_vel, body_ang_vel,
                          rel_pos.index_select(1, key_body_ids)], dim=1)
     local = rot.matmul_exact(vectors, rot.heading_frame_matrix(root_rot))
-    if not local_root_obs:  # the root's own rotation keeps its heading
-        local[:, num_bodies - 1: num_bodies + 1] = world_tan_norm[:, :2]
+    root = slice(num_bodies - 1, num_bodies + 1)  # rows of the root's tangent and normal
+    world_root_rows = world_tan_norm[:, :2].reshape(n, 6)
+    root_rows = local[:, root].reshape(n, 6).clone() if local_root_obs else world_root_rows
+    if policy_root_rotation == "world":  # the root's own rotation keeps its heading
+        local[:, root] = world_tan_norm[:, :2]
     policy_rows = 5 * num_bodies - 1
     height = root_pos[:, 2:3]
     policy = torch.cat([height, local[:, :policy_rows].reshape(n, 3 * policy_rows)], dim=-1)
-    root_rows = local[:, num_bodies - 1: num_bodies + 1].reshape(n, 6)
     lin, ang = 3 * num_bodies - 1, 4 * num_bodies - 1  # rows of the root's velocities
     amp = torch.cat([height, root_rows, local[:, lin], local[:, ang],
                      rot.quat_to_tan_norm(joint_rot).reshape(n, 6 * joint_rot.shape[1]), joint_vel,

@@ -27,7 +27,7 @@ from ase_humanoid.utils.render import Marker
 class TaskEnvConfig(HumanoidEnvConfig):
     """Base humanoid settings plus the goal resampling interval (control steps)."""
 
-    state_init: str = "Hybrid"
+    state_init: str = "Default"  # standing, as in the ASE release
     change_steps_min: int = 100
     change_steps_max: int = 200
 
@@ -79,6 +79,10 @@ class HumanoidTask(Humanoid):
             self.end_goal_period(pursued)
         self.prev_root_pos[env_ids] = self.sim.state.root_pos[env_ids]
         self._new_goals(env_ids)
+
+    def restart_episodes(self, env_ids: torch.Tensor) -> torch.Tensor:
+        self.goal_steps[env_ids] = 0  # a discarded episode start records no goal metrics
+        return super().restart_episodes(env_ids)
 
     def pre_physics_step(self, actions: torch.Tensor) -> None:
         super().pre_physics_step(actions)

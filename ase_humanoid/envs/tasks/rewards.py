@@ -120,7 +120,6 @@ def reach_obs(root_pos: torch.Tensor, root_rot: torch.Tensor, target_pos: torch.
 # ---- strike -----------------------------------------------------------------------------------
 
 STRIKE_SUCCESS_UP_DOT = 0.2  # target's up axis . world up below this (tilted ~78 deg): knocked down
-STRIKE_NEAR_DIST = 1.0  # m (ground plane): within this the approach term is full
 CONTACT_FORCE_THRESHOLD = 1.0  # N
 
 
@@ -136,21 +135,18 @@ def strike_success(target_rot: torch.Tensor) -> torch.Tensor:
 
 
 def strike_reward(root_pos: torch.Tensor, root_vel_xy: torch.Tensor, target_pos: torch.Tensor,
-                  target_rot: torch.Tensor, target_speed: float = 1.0,
-                  near_dist: float = STRIKE_NEAR_DIST) -> torch.Tensor:
-    """0.6 max(1 - up . target_up, 0) + 0.4 approach, and 1 once the target is knocked down.
+                  target_rot: torch.Tensor, target_speed: float = 1.0) -> torch.Tensor:
+    """0.6 max(1 - up . target_up, 0) + 0.4 approach, and 1 on every step the target lies down.
 
     approach = exp(-4 max(1 - v_dir, 0)^2) (speed toward the target capped at `target_speed`,
-    0 when moving away) while farther than `near_dist` on the ground plane, 1 when nearer.
+    0 when not moving toward it), wherever the character is: standing next to an upright
+    target earns nothing, so only knocking it over pays (as in the ASE release).
     root_pos / target_pos `[N, 3]`, root_vel_xy `[N, 2]`, target_rot `[N, 4]` -> `[N]`.
     """
     up_dot = target_up_dot(target_rot)
     tilt_reward = torch.clamp_min(1.0 - up_dot, 0.0)
-    diff = target_pos[..., :2] - root_pos[..., :2]
-    direction = F.normalize(diff, dim=-1)
+    direction = F.normalize(target_pos[..., :2] - root_pos[..., :2], dim=-1)
     approach = approach_speed_reward((direction * root_vel_xy).sum(-1), target_speed, 4.0)
-    near = diff.norm(dim=-1) < near_dist
-    approach = torch.where(near, torch.ones_like(approach), approach)
     reward = 0.6 * tilt_reward + 0.4 * approach
     return torch.where(up_dot < STRIKE_SUCCESS_UP_DOT, torch.ones_like(reward), reward)
 
@@ -173,10 +169,12 @@ def strike_forbidden_contact(target_contact_force: torch.Tensor, body_contact_fo
 def strike_obs(root_pos: torch.Tensor, root_rot: torch.Tensor, target_pos: torch.Tensor,
                target_rot: torch.Tensor, target_lin_vel: torch.Tensor,
                target_ang_vel: torch.Tensor) -> torch.Tensor:
-    """`[N, 15]`: target position relative to the root (3), rotation as tan-norm (6), linear (3)
-    and angular (3) velocity, all in the root's heading frame."""
+    """`[N, 15]`: target position (3: ground offset from the root, and the target's own height
+    above the floor, as the release observes it), rotation as tan-norm (6), linear (3) and
+    angular (3) velocity, all in the root's heading frame."""
     heading_inv = rot.calc_heading_quat_inv(root_rot)
-    vectors = torch.stack([target_pos - root_pos, target_lin_vel, target_ang_vel], dim=-2)
+    offset = torch.cat([target_pos[..., :2] - root_pos[..., :2], target_pos[..., 2:3]], dim=-1)
+    vectors = torch.stack([offset, target_lin_vel, target_ang_vel], dim=-2)
     local = rot.quat_rotate(heading_inv.unsqueeze(-2), vectors)
     local_rot = rot.quat_to_tan_norm(rot.quat_mul(heading_inv, target_rot))
     return torch.cat([local[..., 0, :], local_rot, local[..., 1, :], local[..., 2, :]], dim=-1)

@@ -1,21 +1,25 @@
 """`HumanoidStrike`: knock over a standing target with the striking bodies.
 
 The target is a real free rigid body in every world (`PropSpec` "target"): a 0.4 x 0.4 x 1.8 m
-box of density 30 kg/m^3 (8.64 kg). At every reset it stands upright on the floor
-`target_dist_min`-`target_dist_max` (default 0.5-10 m) from the root in a uniform direction,
-turned by a uniform yaw, at rest.
+box of density 30 kg/m^3 (8.64 kg). At every reset it stands upright on the floor in a uniform
+direction from the root, turned by a uniform yaw, at rest: with probability `target_near_prob`
+(0.5) `target_dist_min`-`target_near_dist_max` (0.5-1.5 m) away, otherwise
+`target_dist_min`-`target_dist_max` (0.5-10 m), as in the ASE release.
 
-Task observation (15): target position relative to the root (3), its rotation as tan-norm (6),
-its linear (3) and angular (3) velocity, all in the root's heading frame.
-Reward: `rewards.strike_reward` (0.6 tilt + 0.4 approach; 1 once knocked down).
+Task observation (15): the target's ground offset from the root and its height above the floor
+(3), its rotation as tan-norm (6), its linear (3) and angular (3) velocity, all in the root's
+heading frame.
+Reward: `rewards.strike_reward` (0.6 tilt + 0.4 approach speed; 1 on every step the target lies
+down). Knocking the target over does not end the episode: the policy keeps earning 1 per step
+while it stays down, so striking beats any amount of standing near it (standing earns 0).
 The episode ends with
-  * success: the target's up axis tilted past ~78 degrees (up . target_up < 0.2),
   * failure: the target is pushed while a body other than the striking ones (right hand and
     forearm; plus the sword on the sword-and-shield humanoid) and the feet touches anything
     (`rewards.strike_forbidden_contact` on the per-body and the target's contact forces),
-  * or a fall, as in every humanoid env.
-Metrics per finished episode: `task/success_rate`, `task/time_to_success` (seconds, successful
-episodes only).
+  * a fall, as in every humanoid env, or the time limit.
+Metrics per finished episode: `task/success_rate` (the target went down and the episode did not
+end in a failure), `task/failure_rate`, `task/time_to_success` (seconds to the first knock-down,
+successful episodes only).
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ import torch
 
 from ase_humanoid.envs.config import _check
 from ase_humanoid.envs.tasks import rewards
-from ase_humanoid.envs.tasks.common import HumanoidTask, TaskEnvConfig, random_yaw, sphere_marker, uniform
+from ase_humanoid.envs.tasks.common import HumanoidTask, TaskEnvConfig, random_yaw, sphere_marker
 from ase_humanoid.errors import ConfigError
 from ase_humanoid.sim.base import PropSpec
 from ase_humanoid.utils import rotations as rot
@@ -45,6 +49,8 @@ DEFAULT_STRIKE_BODIES = {
 class HumanoidStrikeConfig(TaskEnvConfig):
     target_dist_min: float = 0.5  # m from the root (ground plane)
     target_dist_max: float = 10.0
+    target_near_prob: float = 0.5  # probability of a near target, drawn up to target_near_dist_max
+    target_near_dist_max: float = 1.5
     # bodies allowed to hit the target; None: right hand and forearm (+ sword when present)
     strike_bodies: list[str] | None = None
 
@@ -53,6 +59,11 @@ class HumanoidStrikeConfig(TaskEnvConfig):
         _check(0.0 < self.target_dist_min <= self.target_dist_max, "target_dist_min",
                f"need 0 < target_dist_min <= target_dist_max, got "
                f"{self.target_dist_min}, {self.target_dist_max}")
+        _check(0.0 <= self.target_near_prob <= 1.0, "target_near_prob",
+               f"must be in [0, 1], got {self.target_near_prob}")
+        _check(self.target_dist_min <= self.target_near_dist_max, "target_near_dist_max",
+               f"need target_dist_min <= target_near_dist_max, got "
+               f"{self.target_dist_min}, {self.target_near_dist_max}")
 
 
 class HumanoidStrike(HumanoidTask):
@@ -79,9 +90,10 @@ class HumanoidStrike(HumanoidTask):
         allowed[list(self.robot.contact_body_ids)] = True  # the feet stand on the floor
         self.allowed_contact_mask = allowed  # [B]
         # outcome of the last step (before any reset), recomputed every step
-        self.succeeded = torch.zeros(n, dtype=torch.bool, device=dev)
-        self.failed = torch.zeros(n, dtype=torch.bool, device=dev)
-        self.steps_at_end = torch.zeros(n, dtype=torch.long, device=dev)
+        self.knocked_down = torch.zeros(n, dtype=torch.bool, device=dev)  # target down now
+        self.failed = torch.zeros(n, dtype=torch.bool, device=dev)  # forbidden contact this step
+        # control step of the episode at which the target first went down; -1: not yet
+        self.down_at_step = torch.full((n,), -1, dtype=torch.long, device=dev)
 
     def prop_specs(self) -> list[PropSpec]:
         return [TARGET]
@@ -94,12 +106,15 @@ class HumanoidStrike(HumanoidTask):
     # ---- goals --------------------------------------------------------------------------------
 
     def sample_goals(self, env_ids: torch.Tensor) -> None:
-        n, g, dev = len(env_ids), self.generator, self.device
-        distance = uniform(n, self.cfg.target_dist_min, self.cfg.target_dist_max, g, dev)
+        cfg, n, g, dev = self.cfg, len(env_ids), self.generator, self.device
+        near = torch.rand(n, generator=g, device=dev) < cfg.target_near_prob
+        dist_max = torch.where(near, cfg.target_near_dist_max, cfg.target_dist_max)
+        distance = cfg.target_dist_min + (dist_max - cfg.target_dist_min) * torch.rand(n, generator=g, device=dev)
         azimuth = random_yaw(n, g, dev)
         xy = self.sim.state.root_pos[env_ids, :2] + distance.unsqueeze(-1) * torch.stack(
             [torch.cos(azimuth), torch.sin(azimuth)], dim=-1)
         self.place_target(env_ids, xy, random_yaw(n, g, dev))
+        self.down_at_step[env_ids] = -1
 
     def place_target(self, env_ids: torch.Tensor, xy: torch.Tensor, yaw: torch.Tensor) -> None:
         """Stand the target upright at rest at ground position `xy [k, 2]`, turned by `yaw [k]`."""
@@ -123,25 +138,25 @@ class HumanoidStrike(HumanoidTask):
         return rewards.strike_reward(s.root_pos, self.root_vel_xy(), t.pos, t.rot)
 
     def compute_task_termination(self) -> torch.Tensor:
+        """Failures only: a knocked-down target keeps paying until the episode times out."""
         s, t = self.sim.state, self.target_state
-        success = rewards.strike_success(t.rot)
+        self.knocked_down = rewards.strike_success(t.rot)
+        first_down = self.knocked_down & (self.down_at_step < 0)
+        self.down_at_step = torch.where(first_down, self.episode_steps, self.down_at_step)
         # The first step after a reset can carry contact impulses from the teleport.
-        failure = rewards.strike_forbidden_contact(t.contact_force, s.contact_forces,
-                                                   self.allowed_contact_mask) & (self.episode_steps > 1)
-        self.succeeded = success & ~failure
-        self.failed = failure
-        self.steps_at_end = self.episode_steps.clone()
-        return success | failure
+        self.failed = rewards.strike_forbidden_contact(t.contact_force, s.contact_forces,
+                                                       self.allowed_contact_mask) & (self.episode_steps > 1)
+        return self.failed
 
     def end_goal_period(self, env_ids: torch.Tensor) -> None:
-        success = self.succeeded[env_ids]
+        success = (self.down_at_step[env_ids] >= 0) & ~self.failed[env_ids]
         self.add_metric("success_rate", success.float())
         self.add_metric("failure_rate", self.failed[env_ids].float())
         if bool(success.any()):
-            self.add_metric("time_to_success", self.steps_at_end[env_ids[success]].float() * self.control_dt)
+            self.add_metric("time_to_success", self.down_at_step[env_ids[success]].float() * self.control_dt)
 
     def markers(self, env_id: int) -> list[Marker]:
         top = self.target_state.pos[env_id].detach().cpu().numpy().copy()
         top[2] += TARGET.size[2] + 0.2
-        color = (0.2, 1.0, 0.2, 0.9) if bool(self.succeeded[env_id]) else (1.0, 0.2, 0.2, 0.9)
+        color = (0.2, 1.0, 0.2, 0.9) if bool(self.knocked_down[env_id]) else (1.0, 0.2, 0.2, 0.9)
         return [sphere_marker(top, 0.08, color)]
