@@ -214,6 +214,9 @@ def example_inputs(model: ExportedModel, batch: int = 2) -> tuple[torch.Tensor, 
 def write_onnx(model: ExportedModel, path: Path) -> None:
     """ONNX through torch's exporter (`torch.onnx.export(dynamo=True)`, needs onnxscript);
     the batch dimension of every input and output is dynamic."""
+    if tuple(int(p) for p in torch.__version__.split(".")[:2]) < (2, 5):
+        raise ConfigError(f"ONNX export needs torch >= 2.5 (torch.onnx.export(dynamo=True)), found {torch.__version__}; "
+                          "TorchScript (--out policy.pt) works with any torch 2")
     try:
         import onnxscript  # noqa: F401
     except ImportError as err:
