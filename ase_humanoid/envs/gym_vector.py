@@ -43,6 +43,7 @@ from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
 from ase_humanoid.envs import gym_id
+from ase_humanoid.envs import observations as obs_fn
 from ase_humanoid.errors import ConfigError
 
 # make_vector_env keywords that are top-level keys of the run config (cfg/config.yaml).
@@ -154,7 +155,14 @@ class HumanoidVectorEnv(gymnasium.vector.VectorEnv):
         return self.env.fetch_amp_obs_demo(num_samples)
 
     def _flat_amp_history(self) -> torch.Tensor:
-        return self.env.amp_history.reshape(self.num_envs, -1)
+        return obs_fn.flatten_amp_history(self.env.amp_history)
+
+    def call(self, name: str, *args, **kwargs):
+        """Attribute `name` of this env, called with the arguments if it is a method (gymnasium's
+        vector `call`; one batched result here, not a tuple per sub-env: skrl's wrapper renders
+        through `call("render")`)."""
+        attribute = getattr(self, name)
+        return attribute(*args, **kwargs) if callable(attribute) else attribute
 
     def __getattr__(self, name: str):
         # Only reached for names this class lacks: task metrics, robot, motion_lib, dt, ...
