@@ -20,6 +20,7 @@ files and a `.json` next to them naming inputs, outputs, sizes and rates.
 from __future__ import annotations
 
 import json
+import logging
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -222,11 +223,18 @@ def write_onnx(model: ExportedModel, path: Path) -> None:
     except ImportError as err:
         raise ConfigError("ONNX export needs the onnx and onnxscript packages: pip install 'ase_humanoid[export]'") from err
     batch = torch.export.Dim("batch")
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # exporter chatter (torchvision ops, pytree deprecations)
-        torch.onnx.export(model.module.eval(), example_inputs(model), str(path), dynamo=True,
-                          input_names=list(model.inputs), output_names=list(model.outputs),
-                          dynamic_shapes=tuple({0: batch} for _ in model.inputs), external_data=False)
+    onnx_log = logging.getLogger("torch.onnx")
+    level = onnx_log.level
+    onnx_log.setLevel(logging.ERROR)  # the exporter logs every torchvision op it cannot find
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # exporter chatter (pytree deprecations)
+            torch.onnx.export(model.module.eval(), example_inputs(model), str(path), dynamo=True,
+                              input_names=list(model.inputs), output_names=list(model.outputs),
+                              dynamic_shapes=tuple({0: batch} for _ in model.inputs), external_data=False,
+                              verbose=False)
+    finally:
+        onnx_log.setLevel(level)
 
 
 def write_torchscript(model: ExportedModel, path: Path) -> None:
