@@ -68,12 +68,21 @@ def ase_agent() -> ASEAgent:
     return agent
 
 
-def test_amp_policy_onnx_matches_pytorch(tmp_path):
+def load_tool():
+    spec = importlib.util.spec_from_file_location("export_policy", TOOL)
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    return tool
+
+
+def test_amp_policy_onnx_from_the_command_line_matches_pytorch(tmp_path, capsys):
     pytest.importorskip("onnxruntime")
     pytest.importorskip("onnxscript")
     agent = amp_agent()
     out = tmp_path / "amp.onnx"
-    assert export_checkpoint(run_checkpoint(tmp_path, agent, "amp"), out) == [out]
+    assert load_tool().main([str(run_checkpoint(tmp_path, agent, "amp")), "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert float(printed.split("max |onnx - torch| = ")[1].split()[0]) < 1e-4  # the tool's own check
     obs = observations()
     expected = agent.act(obs, deterministic=True)["actions"]
     actions, pd_targets = onnx_outputs(out, obs=obs)
@@ -150,16 +159,6 @@ def test_export_errors_name_the_problem(tmp_path):
         export_checkpoint(tmp_path / "bad.pt", tmp_path / "policy.onnx")
 
 
-def test_command_line_tool_writes_and_checks(tmp_path, capsys):
-    pytest.importorskip("onnxruntime")
-    pytest.importorskip("onnxscript")
-    spec = importlib.util.spec_from_file_location("export_policy", TOOL)
-    tool = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(tool)
-    path = run_checkpoint(tmp_path, amp_agent(), "amp")
-    assert tool.main([str(path), "--out", str(tmp_path / "cli.onnx")]) == 0
-    printed = capsys.readouterr().out
-    assert (tmp_path / "cli.onnx").is_file() and "max |onnx - torch|" in printed
-    error = float(printed.split("max |onnx - torch| = ")[1].split()[0])
-    assert error < 1e-4
-    assert tool.main([str(tmp_path / "missing.pt"), "--out", str(tmp_path / "x.onnx")]) == 2
+def test_command_line_tool_reports_errors(tmp_path, capsys):
+    assert load_tool().main([str(tmp_path / "missing.pt"), "--out", str(tmp_path / "x.onnx")]) == 2
+    assert "does not exist" in capsys.readouterr().err
