@@ -9,3 +9,8 @@ PROJECT_ROOT = PACKAGE_ROOT.parent
 ASSETS_DIR = PROJECT_ROOT / "assets"
 MOTIONS_DIR = PROJECT_ROOT / "motions"
 CFG_DIR = PROJECT_ROOT / "cfg"
+
+# Every task is a gymnasium vector env: gymnasium.make_vec("ase_humanoid/HumanoidAMP-v0", num_envs=N).
+from ase_humanoid.envs import register_gymnasium_envs  # noqa: E402
+
+register_gymnasium_envs()

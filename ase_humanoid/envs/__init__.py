@@ -49,4 +49,27 @@ def make_env(task_name: str, **cfg):
     return env_class(task_name)(**cfg)
 
 
-__all__ = ["TASKS", "env_class", "make_env", "register_task", "task_names"]
+GYM_NAMESPACE = "ase_humanoid"
+
+
+def gym_id(task_name: str) -> str:
+    """The gymnasium id of task `task_name`: `ase_humanoid/<task>-v0`."""
+    return f"{GYM_NAMESPACE}/{task_name}-v0"
+
+
+def register_gymnasium_envs() -> list[str]:
+    """Register every task as `ase_humanoid/<task>-v0` for `gymnasium.make_vec` (a vector entry
+    point: `envs/gym_vector.py` `make_vector_env`); returns the ids. Cheap: nothing is built."""
+    import gymnasium
+
+    ids = []
+    for name in task_names():
+        env_id = gym_id(name)
+        if env_id not in gymnasium.registry:
+            gymnasium.register(id=env_id, vector_entry_point="ase_humanoid.envs.gym_vector:make_vector_env",
+                               kwargs={"task": name})
+        ids.append(env_id)
+    return ids
+
+
+__all__ = ["TASKS", "env_class", "gym_id", "make_env", "register_gymnasium_envs", "register_task", "task_names"]

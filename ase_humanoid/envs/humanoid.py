@@ -266,6 +266,15 @@ class Humanoid:
         """MuJoCo qpos `[nq]` (wxyz quaternions) of world `env_id`, for `mj_model`."""
         return self.sim.qpos_for_render(env_id)
 
+    def reseed(self, seed: int) -> None:
+        """Restart the env's random generator from `seed` (gymnasium's `reset(seed=...)`).
+
+        Resets drawn ahead with the old generator are dropped, so what follows depends on
+        `seed` alone (pools built at construction, such as HumanoidASE's fall states, stay)."""
+        self.generator.manual_seed(int(seed))
+        if self.reset_draws is not None:
+            self.reset_draws = DrawAhead(self._draw_resets, self.cfg.reset_pool_size, self.device)
+
     def reset(self) -> torch.Tensor:
         """Reset every env; returns observations `[N, num_obs]`."""
         all_ids = torch.arange(self.num_envs, device=self.device)
