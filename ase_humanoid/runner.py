@@ -25,16 +25,33 @@ from ase_humanoid.utils.logger import TrainingLogger
 
 
 def rng_state() -> dict[str, Any]:
-    return {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state(),
+    """Every RNG's state as plain data (tuples, numbers, tensors): checkpoints load weights-only."""
+    kind, key, pos, has_gauss, gauss = np.random.get_state()
+    return {"python": random.getstate(), "numpy": (kind, torch.from_numpy(key.astype(np.int64)), int(pos),
+                                                   int(has_gauss), float(gauss)),
+            "torch": torch.get_rng_state(),
             "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None}
 
 
 def set_rng_state(state: dict[str, Any]) -> None:
     random.setstate(state["python"])
-    np.random.set_state(state["numpy"])
-    torch.set_rng_state(state["torch"])
+    kind, key, pos, has_gauss, gauss = state["numpy"]
+    key = key.cpu().numpy() if isinstance(key, torch.Tensor) else np.asarray(key)
+    np.random.set_state((kind, key.astype(np.uint32), pos, has_gauss, gauss))
+    torch.set_rng_state(state["torch"].cpu())
     if state.get("cuda") is not None and torch.cuda.is_available():
         torch.cuda.set_rng_state_all(state["cuda"])
+
+
+def fault_counters(env) -> dict[str, float]:
+    """The env's cumulative fault counters, for the logs: envs reset for a non-finite physics
+    state and env steps whose action held a NaN/inf."""
+    out = {}
+    for attr, key in (("nonfinite_resets", "env/nonfinite_resets"), ("nonfinite_actions", "env/nonfinite_actions")):
+        value = getattr(env, attr, None)
+        if value is not None:
+            out[key] = float(value)
+    return out
 
 
 @dataclass
@@ -193,9 +210,7 @@ class Runner:
                 stats.update(quality)
             stats["time/update"] = t_end - t_update
             stats["perf/samples_per_s"] = self.agent.config.horizon_length * self.env.num_envs / (t_end - t_start)
-            nonfinite = getattr(self.env, "nonfinite_reset_count", None)
-            if nonfinite is not None:
-                stats["env/nonfinite_resets"] = float(nonfinite)
+            stats.update(fault_counters(self.env))
             self.save()
             if logger is not None:
                 logger.log(self.epoch, self.global_step, stats)
