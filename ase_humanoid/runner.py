@@ -20,7 +20,7 @@ import torch
 
 from ase_humanoid.envs.checkpointing import env_state_dict, load_env_state_dict
 from ase_humanoid.envs.motion_quality import MotionQualityProbe
-from ase_humanoid.utils.checkpoint import load_checkpoint, save_checkpoint
+from ase_humanoid.utils.checkpoint import RESUME_ENTRIES, load_checkpoint, require_entries, save_checkpoint
 from ase_humanoid.utils.logger import TrainingLogger
 
 
@@ -146,7 +146,9 @@ class Runner:
             save_checkpoint(self.state_dict(include_buffers=False), self.run_dir / f"epoch_{self.epoch:06d}.pt")
 
     def resume(self, path: str | Path) -> None:
-        self.load_state_dict(load_checkpoint(path, map_location=self.env.device))
+        state = load_checkpoint(path, map_location=self.env.device)
+        require_entries(state, path, RESUME_ENTRIES, "to resume")
+        self.load_state_dict(state)
 
     # ------------------------------------------------------------------ training
     def collect_rollout(self) -> dict[str, float]:
@@ -211,9 +213,11 @@ class Runner:
             stats["time/update"] = t_end - t_update
             stats["perf/samples_per_s"] = self.agent.config.horizon_length * self.env.num_envs / (t_end - t_start)
             stats.update(fault_counters(self.env))
-            self.save()
+            # Log before saving: a kill in between repeats this epoch after resume (its logs are
+            # truncated to the checkpoint) instead of leaving it out of the logs for good.
             if logger is not None:
                 logger.log(self.epoch, self.global_step, stats)
+            self.save()
         if self._latest_epoch != self.epoch:
             self.save(force=True)  # the last epoch always lands in latest.pt
         return stats

@@ -92,3 +92,19 @@ def load_checkpoint(path: str | os.PathLike, map_location: str | torch.device = 
     if not isinstance(state, dict):
         raise CheckpointError(f"checkpoint '{path}' does not hold a dict of states")
     return state
+
+
+# Entries a run checkpoint (Runner.state_dict) needs for each use.
+RESUME_ENTRIES = ("agent", "env", "epoch", "global_step", "rng", "config")
+POLICY_ENTRIES = ("agent",)
+
+
+def require_entries(state: dict[str, Any], path: str | os.PathLike, entries: tuple[str, ...], use: str) -> None:
+    """CheckpointError naming the file and the missing entries unless `state` holds `entries`."""
+    missing = [key for key in entries if key not in state]
+    if missing:
+        raise CheckpointError(f"checkpoint '{path}' has no {', '.join(repr(k) for k in missing)} "
+                              f"entr{'y' if len(missing) == 1 else 'ies'} needed {use}; is it a checkpoint "
+                              "written by train.py (run_dir/latest.pt or epoch_N.pt)?")
+    if "agent" in entries and not isinstance(state["agent"], dict):
+        raise CheckpointError(f"checkpoint '{path}': its 'agent' entry is not an agent state")
