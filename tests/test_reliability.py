@@ -404,3 +404,31 @@ def test_play_motion_unwritable_video_path_is_a_clear_error(tmp_path, capsys):
     blocker.write_text("not a folder")
     assert _play_motion_main()([str(WALK), "--video", str(blocker / "clip.mp4")]) == 2
     assert "does not exist" in capsys.readouterr().err
+
+
+@pytest.fixture
+def tiny_file_size_limit():
+    """Writes beyond 1 KB fail with EFBIG, as on a full disk (SIGXFSZ ignored: an error, not a kill)."""
+    import resource
+    import signal
+
+    old_limit = resource.getrlimit(resource.RLIMIT_FSIZE)
+    old_handler = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (1024, old_limit[1]))
+    yield
+    resource.setrlimit(resource.RLIMIT_FSIZE, old_limit)
+    signal.signal(signal.SIGXFSZ, old_handler)
+
+
+def test_full_disk_keeps_the_old_config_and_fails_the_write_check(tmp_path, tiny_file_size_limit):
+    from ase_humanoid.errors import ConfigError
+    from ase_humanoid.run_dir import check_writable, write_text_atomic
+
+    config = tmp_path / "config.yaml"
+    config.write_text("seed: 1\n")
+    with pytest.raises(OSError):
+        write_text_atomic(config, "x" * 100_000)
+    assert config.read_text() == "seed: 1\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["config.yaml"]  # no temp file left
+    with pytest.raises(ConfigError, match="run_dir .* is not writable: File too large"):
+        check_writable(tmp_path / "run")
