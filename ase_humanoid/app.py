@@ -229,14 +229,14 @@ def resume_checkpoint_path(cfg: DictConfig, run_dir: Path) -> Path:
     return resume_from
 
 
-def train(cfg: DictConfig, rank: int = 0, world_size: int = 1) -> Path:
+def prepare_run_dir(cfg: DictConfig, is_main: bool) -> tuple[Path, Path | None, dict | None]:
+    """(run folder, checkpoint resumed from, its state) before anything is built: a resume reads
+    and checks its checkpoint, a new run refuses a folder holding another run, and rank 0
+    checks that the folder is writable."""
     from ase_humanoid import run_dir as run_folder
-    from ase_humanoid.runner import Runner
-    from ase_humanoid.utils.logger import TrainingLogger
 
-    is_main = rank == 0
-    resumed_state = None
     run_dir = make_run_dir(cfg)
+    resume_from = resumed_state = None
     if cfg.resume:
         resume_from = resume_checkpoint_path(cfg, run_dir)
         run_dir = resume_from.parent
@@ -244,8 +244,29 @@ def train(cfg: DictConfig, rank: int = 0, world_size: int = 1) -> Path:
         require_entries(resumed_state, resume_from, RESUME_ENTRIES, "to resume")
     else:
         run_folder.refuse_existing_run(run_dir)
-    if is_main:  # before the (slow) env and agent: a bad folder fails now
+    if is_main:
         run_folder.check_writable(run_dir)
+    return run_dir, resume_from, resumed_state
+
+
+def repair_logs_for_resume(run_dir: Path, epoch: int, global_step: int) -> int:
+    """Cut the logs back to the resumed checkpoint and drop stale temp files; returns the
+    TensorBoard purge step. Logs written after the checkpoint (a resume from an older latest.pt,
+    or a kill before the next save) would otherwise repeat those epochs."""
+    from ase_humanoid import run_dir as run_folder
+
+    run_folder.truncate_metrics(run_dir / "metrics.jsonl", epoch)
+    run_folder.remove_stale_temp_files(run_dir)
+    return global_step + 1
+
+
+def train(cfg: DictConfig, rank: int = 0, world_size: int = 1) -> Path:
+    from ase_humanoid.run_dir import write_text_atomic
+    from ase_humanoid.runner import Runner
+    from ase_humanoid.utils.logger import TrainingLogger
+
+    is_main = rank == 0
+    run_dir, resume_from, resumed_state = prepare_run_dir(cfg, is_main)
     start_state = None
     if resumed_state is None and cfg.checkpoint:
         start_state = load_checkpoint(resolve_path(cfg.checkpoint), str(cfg.device))
@@ -267,17 +288,13 @@ def train(cfg: DictConfig, rank: int = 0, world_size: int = 1) -> Path:
         del resumed_state
         print(f"resumed from {resume_from} at epoch {runner.epoch}", flush=True)
         if is_main:
-            # Logs written after the checkpoint (a resume from an older latest.pt, or a kill before
-            # the next save) would repeat those epochs: cut them back to the checkpoint.
-            run_folder.truncate_metrics(run_dir / "metrics.jsonl", runner.epoch)
-            run_folder.remove_stale_temp_files(run_dir)
-            purge_step = runner.global_step + 1
+            purge_step = repair_logs_for_resume(run_dir, runner.epoch, runner.global_step)
     elif start_state is not None:
         # Start a new run from the weights of an earlier one (agent only; fresh env and counters).
         agent.load_policy_state_dict(start_state["agent"])
         del start_state
     if is_main:
-        run_folder.write_text_atomic(run_dir / "config.yaml", OmegaConf.to_yaml(cfg, resolve=True))
+        write_text_atomic(run_dir / "config.yaml", OmegaConf.to_yaml(cfg, resolve=True))
         print(f"run folder: {run_dir}  task={cfg.task.name} algo={cfg.train.algo} robot={cfg.robot.name} "
               f"sim={cfg.sim.name} device={cfg.device} num_envs={cfg.num_envs} world_size={world_size}", flush=True)
         print(describe_profile(cfg), flush=True)

@@ -45,7 +45,7 @@ def test_checkpoint_with_pickled_os_system_is_refused_without_running(tmp_path):
     assert not marker.exists()
 
 
-@pytest.mark.parametrize("key", ["checkpoint", "llc_checkpoint", "resume"])
+@pytest.mark.parametrize("key", ["test", "checkpoint", "llc_checkpoint", "resume"])
 def test_train_paths_refuse_a_planted_checkpoint(tmp_path, key):
     from ase_humanoid.app import run
 
@@ -57,6 +57,8 @@ def test_train_paths_refuse_a_planted_checkpoint(tmp_path, key):
         args = ["task=HumanoidAMP", f"run_dir={run_dir}", "resume=true"]
     elif key == "llc_checkpoint":
         args = ["task=HumanoidHeading", f"llc_checkpoint={evil}", f"run_dir={tmp_path / 'new'}"]
+    elif key == "checkpoint":  # a new run starting from the file's weights
+        args = ["task=HumanoidAMP", f"checkpoint={evil}", f"run_dir={tmp_path / 'new'}"]
     else:
         args = ["task=HumanoidAMP", f"checkpoint={evil}", "test=true"]
     with pytest.raises(CheckpointError, match="could run code"):
