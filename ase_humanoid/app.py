@@ -15,7 +15,7 @@ from ase_humanoid import PROJECT_ROOT
 from ase_humanoid.config import compose_config
 from ase_humanoid.errors import CheckpointError, ConfigError
 from ase_humanoid.utils import distributed as dist_utils
-from ase_humanoid.utils.checkpoint import load_checkpoint
+from ase_humanoid.utils.checkpoint import POLICY_ENTRIES, RESUME_ENTRIES, load_checkpoint, require_entries
 
 ALGOS = ("ppo", "amp", "ase", "hrl")
 
@@ -197,43 +197,110 @@ def run(argv: list[str]) -> None:
     train(cfg, rank, world_size)
 
 
+# Keys that define a run: resuming with another value would break the restore or silently
+# change what the run learns (and rewrite its config.yaml).
+RUN_DEFINING_KEYS = ("task.name", "train.algo", "robot.name", "sim.name", "num_envs", "motion_file",
+                     "train.params.horizon_length", "task.env.num_amp_obs_steps")
+
+
+def _dotted(config: dict, key: str):
+    node = config
+    for part in key.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return None
+        node = node[part]
+    return node
+
+
+def check_resume_config(saved: dict, current: dict, path: Path) -> None:
+    """ConfigError naming each run-defining key whose value differs from the resumed run's."""
+    diffs = [f"{key}={_dotted(current, key)!r} (the run has {_dotted(saved, key)!r})"
+             for key in RUN_DEFINING_KEYS if _dotted(saved, key) != _dotted(current, key)]
+    if diffs:
+        raise ConfigError(f"resume=true from '{path}': {'; '.join(diffs)}. A resumed run keeps the settings "
+                          "it was started with: pass the run's values (see its config.yaml) or start a new run_dir")
+
+
+def resume_checkpoint_path(cfg: DictConfig, run_dir: Path) -> Path:
+    resume_from = Path(resolve_path(cfg.checkpoint)) if cfg.checkpoint else run_dir / "latest.pt"
+    if resume_from.is_dir():
+        resume_from = resume_from / "latest.pt"
+    if not resume_from.is_file():
+        raise CheckpointError(f"resume=true but there is no checkpoint at '{resume_from}' "
+                              "(give run_dir=<run folder> or checkpoint=<file>)")
+    return resume_from
+
+
+def prepare_run_dir(cfg: DictConfig, is_main: bool) -> tuple[Path, Path | None, dict | None]:
+    """(run folder, checkpoint resumed from, its state) before anything is built: a resume reads
+    and checks its checkpoint, a new run refuses a folder holding another run, and rank 0
+    checks that the folder is writable."""
+    from ase_humanoid import run_dir as run_folder
+
+    run_dir = make_run_dir(cfg)
+    resume_from = resumed_state = None
+    if cfg.resume:
+        resume_from = resume_checkpoint_path(cfg, run_dir)
+        run_dir = resume_from.parent
+        resumed_state = load_checkpoint(resume_from, map_location=str(cfg.device))
+        require_entries(resumed_state, resume_from, RESUME_ENTRIES, "to resume")
+    else:
+        run_folder.refuse_existing_run(run_dir)
+    if is_main:
+        run_folder.check_writable(run_dir)
+    return run_dir, resume_from, resumed_state
+
+
+def repair_logs_for_resume(run_dir: Path, epoch: int, global_step: int) -> int:
+    """Cut the logs back to the resumed checkpoint and drop stale temp files; returns the
+    TensorBoard purge step. Logs written after the checkpoint (a resume from an older latest.pt,
+    or a kill before the next save) would otherwise repeat those epochs."""
+    from ase_humanoid import run_dir as run_folder
+
+    run_folder.truncate_metrics(run_dir / "metrics.jsonl", epoch)
+    run_folder.remove_stale_temp_files(run_dir)
+    return global_step + 1
+
+
 def train(cfg: DictConfig, rank: int = 0, world_size: int = 1) -> Path:
+    from ase_humanoid.run_dir import write_text_atomic
     from ase_humanoid.runner import Runner
     from ase_humanoid.utils.logger import TrainingLogger
 
-    resume_from = None
-    run_dir = make_run_dir(cfg)
-    if cfg.resume:
-        resume_from = Path(resolve_path(cfg.checkpoint)) if cfg.checkpoint else run_dir / "latest.pt"
-        if resume_from.is_dir():
-            resume_from = resume_from / "latest.pt"
-        if not resume_from.is_file():
-            raise CheckpointError(f"resume=true but there is no checkpoint at '{resume_from}' "
-                                  "(give run_dir=<run folder> or checkpoint=<file>)")
-        run_dir = resume_from.parent
     is_main = rank == 0
+    run_dir, resume_from, resumed_state = prepare_run_dir(cfg, is_main)
+    start_state = None
+    if resumed_state is None and cfg.checkpoint:
+        start_state = load_checkpoint(resolve_path(cfg.checkpoint), str(cfg.device))
+        require_entries(start_state, cfg.checkpoint, POLICY_ENTRIES, "to start from its weights")
     env = build_env(cfg, rank)
     agent = build_agent(cfg, env, rank)
     if world_size > 1:
         dist_utils.wrap_agent_for_distributed(agent)
     resolved = OmegaConf.to_container(cfg, resolve=True)
+    if resumed_state is not None:
+        check_resume_config(resumed_state["config"] or {}, resolved, resume_from)
     runner = Runner(env, agent, run_dir, resolved, max_epochs=int(cfg.max_epochs),
                     save_every=int(cfg.save_every), checkpoint_every=int(cfg.checkpoint_every),
                     is_main=is_main, update_threads=int(cfg.update_threads),
                     quality_every=int(cfg.quality_every), quality_envs=int(cfg.quality_envs))
-    if resume_from is not None:
-        runner.resume(resume_from)
+    purge_step = None
+    if resumed_state is not None:
+        runner.load_state_dict(resumed_state)
+        del resumed_state
         print(f"resumed from {resume_from} at epoch {runner.epoch}", flush=True)
-    elif cfg.checkpoint:
+        if is_main:
+            purge_step = repair_logs_for_resume(run_dir, runner.epoch, runner.global_step)
+    elif start_state is not None:
         # Start a new run from the weights of an earlier one (agent only; fresh env and counters).
-        agent.load_policy_state_dict(load_checkpoint(resolve_path(cfg.checkpoint), env.device)["agent"])
+        agent.load_policy_state_dict(start_state["agent"])
+        del start_state
     if is_main:
-        run_dir.mkdir(parents=True, exist_ok=True)
-        OmegaConf.save(cfg, run_dir / "config.yaml", resolve=True)
+        write_text_atomic(run_dir / "config.yaml", OmegaConf.to_yaml(cfg, resolve=True))
         print(f"run folder: {run_dir}  task={cfg.task.name} algo={cfg.train.algo} robot={cfg.robot.name} "
               f"sim={cfg.sim.name} device={cfg.device} num_envs={cfg.num_envs} world_size={world_size}", flush=True)
         print(describe_profile(cfg), flush=True)
-    logger = TrainingLogger(run_dir, int(cfg.max_epochs), enabled=is_main)
+    logger = TrainingLogger(run_dir, int(cfg.max_epochs), enabled=is_main, purge_step=purge_step)
     try:
         runner.learn(logger)
     finally:
@@ -243,4 +310,3 @@ def train(cfg: DictConfig, rank: int = 0, world_size: int = 1) -> Path:
             close()
     dist_utils.shutdown()
     return run_dir
-

@@ -8,6 +8,7 @@ valid choices (Hydra's own message for an unknown key does not list them).
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
@@ -136,11 +137,50 @@ def _warp_installed() -> bool:
     return True
 
 
+def _cuda_device_count() -> int:
+    import torch
+
+    return torch.cuda.device_count()
+
+
+def check_device(device: str) -> None:
+    """ConfigError unless `device` is cpu, or cuda / cuda:N with that GPU present."""
+    match = re.fullmatch(r"cuda(?::(\d+))?", device)
+    if device == "cpu":
+        return
+    if match is None:
+        raise ConfigError(f"config key 'device': '{device}' is not one of auto, cpu, cuda, cuda:N")
+    count = _cuda_device_count() if _cuda_available() else 0
+    if count == 0:
+        raise ConfigError(f"config key 'device': '{device}' but torch sees no CUDA GPU here; use device=cpu "
+                          "(or device=auto)")
+    index = int(match.group(1) or 0)
+    if index >= count:
+        raise ConfigError(f"config key 'device': '{device}' but there are {count} CUDA GPU(s): cuda:0..cuda:{count - 1}")
+
+
+def check_run_keys(cfg: DictConfig) -> None:
+    """Cadences and counts that must be positive (0 or less would be silently ignored)."""
+    for key in ("checkpoint_every", "test_episodes"):
+        value = cfg[key]
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise ConfigError(f"config key '{key}' must be an integer >= 1, got {value!r}")
+    save_every = cfg.save_every
+    if not isinstance(save_every, int) or isinstance(save_every, bool) or save_every < 0:
+        raise ConfigError(f"config key 'save_every' must be an integer >= 0 (0: no numbered snapshots), "
+                          f"got {save_every!r}")
+    seconds = cfg.video_seconds
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not 0 < seconds < float("inf"):
+        raise ConfigError(f"config key 'video_seconds' must be a positive number, got {seconds!r}")
+
+
 def resolve_auto(cfg: DictConfig) -> None:
     """Fill `auto` values: GPU + MuJoCo Warp -> mujoco_warp with 4096 envs, else CPU MuJoCo."""
     gpu = _cuda_available()
     if cfg.device == "auto":
         cfg.device = "cuda" if gpu else "cpu"
+    check_device(str(cfg.device))
+    check_run_keys(cfg)
     if cfg.sim.name == "auto":
         cfg.sim.name = "mujoco_warp" if (str(cfg.device).startswith("cuda") and _warp_installed()) else "mujoco"
     if cfg.num_threads == "auto":

@@ -8,7 +8,10 @@ gives each env one skill for the whole episode. Task envs add their own metrics 
 
 from __future__ import annotations
 
+import os
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -17,19 +20,22 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from ase_humanoid.envs.motion_quality import MotionQualityProbe
 from ase_humanoid.errors import ConfigError
 from ase_humanoid.runner import EpisodeTracker
-from ase_humanoid.utils.checkpoint import load_checkpoint
+from ase_humanoid.utils.checkpoint import POLICY_ENTRIES, load_checkpoint, require_entries
 
 
 def load_policy(cfg: DictConfig):
     """Build env + agent as in training and load the checkpoint's agent state."""
     from ase_humanoid.app import build_agent, build_env, resolve_path
 
+    if not cfg.checkpoint and cfg.task.name != "HumanoidViewMotion":
+        raise ConfigError("test=true needs checkpoint=<file or run folder>")
+    check_video_path(cfg.video)
     if cfg.task.name == "HumanoidViewMotion":
         return build_env(cfg), None
-    if not cfg.checkpoint:
-        raise ConfigError("test=true needs checkpoint=<file or run folder>")
     state = load_checkpoint(resolve_path(cfg.checkpoint), map_location=str(cfg.device))
+    require_entries(state, cfg.checkpoint, POLICY_ENTRIES, "to evaluate its policy")
     saved = state.get("config") or {}
+    warn_task_mismatch(saved, cfg)
     saved_steps = ((saved.get("task") or {}).get("env") or {}).get("num_amp_obs_steps")
     if saved_steps is not None and "num_amp_obs_steps" in cfg.task.get("env", {}):
         # The discriminator saw this history length (the CPU profile's 2 or the release's 10).
@@ -45,6 +51,30 @@ def load_policy(cfg: DictConfig):
     agent = build_agent(cfg, env)
     agent.load_policy_state_dict(state["agent"])
     return env, agent
+
+
+def check_video_path(video: str | None) -> None:
+    """ConfigError unless `video` is None or a .mp4/.gif path in an existing, writable folder
+    (checked before the env is built; a typo must not create folders anywhere)."""
+    if video is None:
+        return
+    path = Path(video).expanduser()
+    if path.suffix.lower() not in (".mp4", ".gif"):
+        raise ConfigError(f"config key 'video': '{video}' must end in .mp4 or .gif")
+    folder = path.parent
+    if not folder.is_dir():
+        raise ConfigError(f"config key 'video': folder '{folder}' does not exist (create it first)")
+    if not os.access(folder, os.W_OK):
+        raise ConfigError(f"config key 'video': folder '{folder}' is not writable")
+
+
+def warn_task_mismatch(saved: dict, cfg: DictConfig) -> None:
+    """A policy trained on another task runs (same humanoid), but rarely on purpose: say so."""
+    saved_task = (saved.get("task") or {}).get("name")
+    if saved_task is not None and saved_task != cfg.task.name:
+        algo = (saved.get("train") or {}).get("algo")
+        print(f"warning: checkpoint {cfg.checkpoint} was trained on task={saved_task} (algo {algo}); "
+              f"evaluating it on task={cfg.task.name}", file=sys.stderr, flush=True)
 
 
 def _policy_actions(agent, obs: torch.Tensor, env) -> torch.Tensor:

@@ -20,21 +20,38 @@ import torch
 
 from ase_humanoid.envs.checkpointing import env_state_dict, load_env_state_dict
 from ase_humanoid.envs.motion_quality import MotionQualityProbe
-from ase_humanoid.utils.checkpoint import load_checkpoint, save_checkpoint
+from ase_humanoid.utils.checkpoint import RESUME_ENTRIES, load_checkpoint, require_entries, save_checkpoint
 from ase_humanoid.utils.logger import TrainingLogger
 
 
 def rng_state() -> dict[str, Any]:
-    return {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state(),
+    """Every RNG's state as plain data (tuples, numbers, tensors): checkpoints load weights-only."""
+    kind, key, pos, has_gauss, gauss = np.random.get_state()
+    return {"python": random.getstate(), "numpy": (kind, torch.from_numpy(key.astype(np.int64)), int(pos),
+                                                   int(has_gauss), float(gauss)),
+            "torch": torch.get_rng_state(),
             "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None}
 
 
 def set_rng_state(state: dict[str, Any]) -> None:
     random.setstate(state["python"])
-    np.random.set_state(state["numpy"])
-    torch.set_rng_state(state["torch"])
+    kind, key, pos, has_gauss, gauss = state["numpy"]
+    key = key.cpu().numpy() if isinstance(key, torch.Tensor) else np.asarray(key)
+    np.random.set_state((kind, key.astype(np.uint32), pos, has_gauss, gauss))
+    torch.set_rng_state(state["torch"].cpu())
     if state.get("cuda") is not None and torch.cuda.is_available():
         torch.cuda.set_rng_state_all(state["cuda"])
+
+
+def fault_counters(env) -> dict[str, float]:
+    """The env's cumulative fault counters, for the logs: envs reset for a non-finite physics
+    state and env steps whose action held a NaN/inf."""
+    out = {}
+    for attr, key in (("nonfinite_resets", "env/nonfinite_resets"), ("nonfinite_actions", "env/nonfinite_actions")):
+        value = getattr(env, attr, None)
+        if value is not None:
+            out[key] = float(value)
+    return out
 
 
 @dataclass
@@ -129,7 +146,9 @@ class Runner:
             save_checkpoint(self.state_dict(include_buffers=False), self.run_dir / f"epoch_{self.epoch:06d}.pt")
 
     def resume(self, path: str | Path) -> None:
-        self.load_state_dict(load_checkpoint(path, map_location=self.env.device))
+        state = load_checkpoint(path, map_location=self.env.device)
+        require_entries(state, path, RESUME_ENTRIES, "to resume")
+        self.load_state_dict(state)
 
     # ------------------------------------------------------------------ training
     def collect_rollout(self) -> dict[str, float]:
@@ -193,12 +212,12 @@ class Runner:
                 stats.update(quality)
             stats["time/update"] = t_end - t_update
             stats["perf/samples_per_s"] = self.agent.config.horizon_length * self.env.num_envs / (t_end - t_start)
-            nonfinite = getattr(self.env, "nonfinite_reset_count", None)
-            if nonfinite is not None:
-                stats["env/nonfinite_resets"] = float(nonfinite)
-            self.save()
+            stats.update(fault_counters(self.env))
+            # Log before saving: a kill in between repeats this epoch after resume (its logs are
+            # truncated to the checkpoint) instead of leaving it out of the logs for good.
             if logger is not None:
                 logger.log(self.epoch, self.global_step, stats)
+            self.save()
         if self._latest_epoch != self.epoch:
             self.save(force=True)  # the last epoch always lands in latest.pt
         return stats

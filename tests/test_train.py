@@ -117,6 +117,8 @@ def test_training_killed_mid_run_resumes_from_last_checkpoint(tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     assert f"resumed from {run_dir / 'latest.pt'} at epoch {saved_epoch}" in result.stdout
     assert load_checkpoint(run_dir / "latest.pt")["epoch"] == saved_epoch + 1
+    # Epochs logged after the checkpoint were cut on resume and logged again: no repeats, no gaps.
+    assert [m["epoch"] for m in read_metrics(run_dir)] == list(range(1, saved_epoch + 2))
 
 
 def test_bad_config_key_is_a_clear_error():

@@ -33,6 +33,8 @@ def main(argv=None) -> int:
     parser.add_argument("--seconds", type=float, default=None, help="at most this long per clip")
     args = parser.parse_args(argv)
     try:
+        if args.video:  # before the (slow) clip loading
+            playback.check_video_options(args.video, args.fps, args.width, args.height, args.seconds)
         motion_lib = playback.load_motion_lib_any_robot(args.motion_file, args.robot)
         print(f"{motion_lib.num_motions} clip(s) on {motion_lib.robot.name}: {', '.join(motion_lib.motion_names)}")
         if args.video:

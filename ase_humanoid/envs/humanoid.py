@@ -181,6 +181,9 @@ class Humanoid:
         self._amp_slots = torch.tensor([[(newest + k) % steps for k in range(steps)] for newest in range(steps)],
                                        dtype=torch.long, device=dev)  # [newest slot, age] -> slot
         self.nonfinite_resets = 0  # cumulative count of envs reset for a non-finite state
+        # Cumulative count of env steps whose action held a NaN/inf (replaced by 0, see step);
+        # a tensor so that counting costs no device sync.
+        self.nonfinite_actions = torch.zeros((), dtype=torch.long, device=dev)
         # PD targets of the last action (the humanoid holds its pose until the first action)
         self.pd_targets = torch.zeros(n, robot.num_dofs, device=dev)
 
@@ -295,6 +298,8 @@ class Humanoid:
           episode    {"return": [k], "length": [k]} of the k episodes that ended
           nonfinite  `[N]` bool, envs reset because their state became non-finite
           nonfinite_resets / nonfinite_resets_step  cumulative / this step's count of those
+        Action rows holding NaN/inf are counted in `nonfinite_actions` and replaced by zeros: a
+        NaN control makes MuJoCo zero every control of that world without saying so.
         """
         if self._needs_reset:
             self.reset()
@@ -302,6 +307,9 @@ class Humanoid:
         if actions.shape != (self.num_envs, self.num_actions):
             raise ValueError(f"actions must have shape [{self.num_envs}, {self.num_actions}], "
                              f"got {list(actions.shape)}")
+        finite = torch.isfinite(actions)
+        self.nonfinite_actions += (~finite.all(dim=-1)).sum()
+        actions = torch.where(finite, actions, torch.zeros_like(actions))
         self.simulate(actions)
         self.episode_steps += 1
         self.post_physics_step()

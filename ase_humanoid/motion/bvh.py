@@ -108,7 +108,15 @@ def _parse_hierarchy(path: Path, tokens: list[str]) -> list[_Joint]:
     return joints
 
 
-def _parse_joint(cursor: _Tokens, joints: list[_Joint], parent: int) -> None:
+# Deepest joint chain accepted. Real skeletons nest a few dozen levels; the limit keeps a
+# hostile file from exhausting Python's recursion (a RecursionError instead of a clear error).
+MAX_HIERARCHY_DEPTH = 256
+
+
+def _parse_joint(cursor: _Tokens, joints: list[_Joint], parent: int, depth: int = 1) -> None:
+    if depth > MAX_HIERARCHY_DEPTH:
+        raise MotionFileError(f"{cursor.path}: hierarchy: joints nest deeper than {MAX_HIERARCHY_DEPTH} levels "
+                              "(a skeleton has a few dozen); is the file corrupt?")
     name_parts = []
     while (token := cursor.next("a joint name and '{'")) != "{":
         name_parts.append(token)
@@ -138,7 +146,7 @@ def _parse_joint(cursor: _Tokens, joints: list[_Joint], parent: int) -> None:
                         f"[XYZ]position / [XYZ]rotation (CHANNELS says {count_token})"
                     )
         elif upper == "JOINT":
-            _parse_joint(cursor, joints, parent=index)
+            _parse_joint(cursor, joints, parent=index, depth=depth + 1)
         elif upper == "END":
             cursor.expect("Site")
             cursor.expect("{")

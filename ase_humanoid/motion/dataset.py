@@ -14,6 +14,7 @@ Weights are relative: MotionLib normalises them to probabilities.
 from __future__ import annotations
 
 import math
+import reprlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,6 +23,15 @@ import yaml
 from ase_humanoid.errors import MotionFileError
 
 DATASET_SUFFIXES = (".yaml", ".yml")
+# Weights are relative; above this their sum could overflow to inf (and the probabilities to NaN).
+MAX_WEIGHT = 1e12
+# A dataset YAML lists clips: a few KB. The cap bounds parse time and memory of a hostile file.
+MAX_DATASET_BYTES = 8 * 1024 * 1024
+
+# Values quoted in error messages stay short: a YAML alias bomb ("billion laughs") is small in
+# memory (shared references) but its full repr would be gigabytes.
+_short = reprlib.Repr()
+_short.maxlevel, _short.maxlist, _short.maxdict, _short.maxstring, _short.maxother = 2, 4, 4, 80, 80
 
 
 @dataclass(frozen=True)
@@ -54,11 +64,26 @@ def read_motion_entries(motion_file) -> list[MotionEntry]:
     return entries
 
 
-def _parse_dataset(path: Path) -> list[MotionEntry]:
+def _read_yaml_text(path: Path) -> str:
+    size = path.stat().st_size
+    if size > MAX_DATASET_BYTES:
+        raise MotionFileError(f"{path}: {size} bytes is too large for a dataset YAML (at most "
+                              f"{MAX_DATASET_BYTES}); is it a motion clip with a .yaml name?")
     try:
-        data = yaml.safe_load(path.read_text())
+        return path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise MotionFileError(f"{path}: not a text (UTF-8) dataset YAML: byte {exc.start} is "
+                              f"{exc.object[exc.start:exc.start + 1]!r}") from None
+
+
+def _parse_dataset(path: Path) -> list[MotionEntry]:
+    text = _read_yaml_text(path)
+    try:
+        data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise MotionFileError(f"{path}: malformed YAML: {exc}") from exc
+        raise MotionFileError(f"{path}: malformed YAML: {_short.repr(str(exc))[:500]}") from None
+    except RecursionError:
+        raise MotionFileError(f"{path}: malformed YAML: nested too deeply") from None
     if not isinstance(data, dict) or "motions" not in data:
         raise MotionFileError(f"{path}: expected a mapping with the key 'motions' (a list of {{file, weight}})")
     motions = data["motions"]
@@ -70,10 +95,11 @@ def _parse_dataset(path: Path) -> list[MotionEntry]:
 def _parse_entry(path: Path, index: int, item) -> MotionEntry:
     key = f"motions[{index}]"
     if not isinstance(item, dict):
-        raise MotionFileError(f"{path}: {key} must be a mapping with 'file' (and optional 'weight'), got {item!r}")
-    unknown = sorted(set(item) - {"file", "weight"})
+        raise MotionFileError(f"{path}: {key} must be a mapping with 'file' (and optional 'weight'), "
+                              f"got {_short.repr(item)}")
+    unknown = sorted(map(str, set(item) - {"file", "weight"}))
     if unknown:
-        raise MotionFileError(f"{path}: {key} has unknown key(s) {unknown}; valid keys: file, weight")
+        raise MotionFileError(f"{path}: {key} has unknown key(s) {_short.repr(unknown)}; valid keys: file, weight")
     if "file" not in item or not isinstance(item["file"], str) or not item["file"]:
         raise MotionFileError(f"{path}: {key}.file is missing or not a string")
     clip_path = Path(item["file"])
@@ -81,10 +107,26 @@ def _parse_entry(path: Path, index: int, item) -> MotionEntry:
         clip_path = path.parent / clip_path
     if not clip_path.is_file():
         raise MotionFileError(f"{path}: {key}.file: clip not found: {clip_path}")
-    weight = item.get("weight", 1.0)
-    if isinstance(weight, bool) or not isinstance(weight, (int, float)):
-        raise MotionFileError(f"{path}: {key}.weight must be a number, got {weight!r}")
-    weight = float(weight)
-    if not math.isfinite(weight) or weight < 0.0:
-        raise MotionFileError(f"{path}: {key}.weight must be a finite number >= 0, got {weight}")
+    weight = _parse_weight(item.get("weight", 1.0))
+    if weight is None:
+        raise MotionFileError(f"{path}: {key}.weight must be a number, got {_short.repr(item['weight'])}")
+    if not math.isfinite(weight) or not 0.0 <= weight <= MAX_WEIGHT:
+        raise MotionFileError(f"{path}: {key}.weight must be a finite number >= 0 and <= {MAX_WEIGHT:g} "
+                              f"(weights are relative), got {weight}")
     return MotionEntry(path=clip_path, weight=weight)
+
+
+def _parse_weight(value) -> float | None:
+    """A number, or a string that spells one: YAML 1.1 (PyYAML) reads `1e-3` (no dot) as a string."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return float(value) if abs(value) < 1e300 else math.inf  # float() of a huge int overflows
+    if isinstance(value, float):
+        return value
+    if isinstance(value, str) and len(value) < 64:
+        try:
+            return float(value)
+        except ValueError:
+            return None
+    return None

@@ -3,13 +3,14 @@ interactive viewer, and offscreen video of every clip."""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from ase_humanoid.errors import MotionFileError
+from ase_humanoid.errors import AseHumanoidError, MotionFileError
 from ase_humanoid.motion.motion_lib import MotionLib
 from ase_humanoid.robots import load_robot
 from ase_humanoid.utils.rotations import xyzw_to_wxyz
@@ -86,12 +87,35 @@ def scene_model(motion_lib: MotionLib):
     return build_scene_spec(motion_lib.robot).compile()
 
 
+MAX_VIDEO_SIDE = 8192  # pixels; larger offscreen buffers fail in GL drivers or exhaust memory
+
+
+def check_video_options(out: str | Path, fps: float, width: int, height: int,
+                        max_seconds: float | None = None) -> None:
+    """AseHumanoidError naming the option unless the video can be rendered and written."""
+    if not (isinstance(fps, (int, float)) and 0 < fps <= 1000):
+        raise AseHumanoidError(f"--fps must be in (0, 1000], got {fps}")
+    for name, value in (("--width", width), ("--height", height)):
+        if not (isinstance(value, int) and 16 <= value <= MAX_VIDEO_SIDE):
+            raise AseHumanoidError(f"{name} must be an integer from 16 to {MAX_VIDEO_SIDE} pixels, got {value}")
+    if max_seconds is not None and not max_seconds > 0:
+        raise AseHumanoidError(f"--seconds must be positive, got {max_seconds}")
+    path = Path(out)
+    if path.suffix.lower() not in (".mp4", ".gif"):
+        raise AseHumanoidError(f"video '{path}': use a .mp4 or .gif file name")
+    if not path.parent.is_dir():
+        raise AseHumanoidError(f"video '{path}': folder '{path.parent}' does not exist")
+    if not os.access(path.parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        raise AseHumanoidError(f"video '{path}' is not writable")
+
+
 def render_video(motion_lib: MotionLib, out: str | Path, fps: float = 30.0, width: int = 640,
                  height: int = 480, max_seconds_per_clip: float | None = None,
                  motion_ids: list[int] | None = None) -> Path:
     """Render clips one after another to `out` (.mp4/.gif); name and time drawn on each frame."""
     from ase_humanoid.utils.render import OffscreenRenderer, write_video
 
+    check_video_options(out, fps, width, height, max_seconds_per_clip)
     renderer = OffscreenRenderer(scene_model(motion_lib), width=width, height=height)
     frames = []
     ids = range(motion_lib.num_motions) if motion_ids is None else motion_ids

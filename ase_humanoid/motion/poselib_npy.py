@@ -23,6 +23,7 @@ numpy reads the files too; numpy 2 still resolves that path.
 from __future__ import annotations
 
 import io
+import math
 import os
 import pickle
 from collections import OrderedDict
@@ -47,10 +48,77 @@ STATE_FPS = 30.0
 _numpy_multiarray = getattr(np, "_core", None) or np.core  # numpy 2 / numpy 1
 _numpy_multiarray = _numpy_multiarray.multiarray
 
+# Builtins whose call output is bounded by the pickle's own size. bytes / bytearray / range are
+# left out: `bytearray(10**9)` in a 161-byte file would allocate a gigabyte (and list(range(...))
+# likewise); poselib files use none of them (their array data comes as str via _codecs.encode).
 _ALLOWED_BUILTINS = {
     "list", "dict", "tuple", "set", "frozenset", "int", "float", "complex", "bool", "str",
-    "bytes", "bytearray", "slice", "range",
 }
+def _checked_array_state(state) -> tuple:
+    """ndarray.__setstate__'s argument, checked: numpy trusts it (an object array whose element
+    list is shorter than its shape crashes the interpreter) and would allocate its shape first."""
+    if not isinstance(state, tuple) or len(state) not in (4, 5):
+        raise pickle.UnpicklingError("array state is not a (version, shape, dtype, fortran, data) tuple")
+    shape, dtype, _, data = state[-4:]
+    if not isinstance(shape, tuple) or not all(isinstance(n, int) and n >= 0 for n in shape):
+        raise pickle.UnpicklingError(f"array shape {shape!r} is not a tuple of sizes")
+    if not isinstance(dtype, np.dtype):
+        raise pickle.UnpicklingError("array dtype is not a numpy dtype")
+    count = math.prod(shape)
+    if dtype == np.dtype(object):
+        if not isinstance(data, list) or len(data) != count:
+            raise pickle.UnpicklingError(f"object array of shape {shape} does not hold {count} elements")
+        return state[:-1] + ([_finished(item) for item in data],)
+    if dtype.hasobject:
+        raise pickle.UnpicklingError(f"array dtype {dtype} mixes objects into records")
+    if not isinstance(data, (bytes, str)) or len(data) != count * dtype.itemsize:
+        raise pickle.UnpicklingError(f"array data of {len(data) if isinstance(data, (bytes, str)) else '?'} bytes "
+                                     f"does not fill shape {shape} of {dtype}")
+    return state
+
+
+class _PendingArray:
+    """What `_reconstruct` gives the unpickler instead of an empty array: the real array is made
+    in __setstate__ from checked state, and `_finished` swaps it in afterwards."""
+
+    __slots__ = ("array",)
+
+    def __init__(self):
+        self.array = None
+
+    def __setstate__(self, state):
+        array = _numpy_multiarray._reconstruct(np.ndarray, (0,), b"b")
+        array.__setstate__(_checked_array_state(state))
+        self.array = array
+
+
+def _pending_array(subtype, shape, dtype):
+    if subtype is not np.ndarray:
+        raise pickle.UnpicklingError(f"_reconstruct of {subtype!r}: only numpy.ndarray is allowed")
+    return _PendingArray()
+
+
+def _finished(value):
+    """`value` with every _PendingArray replaced by its array (recursively through containers)."""
+    if isinstance(value, _PendingArray):
+        if value.array is None:
+            raise pickle.UnpicklingError("an array was declared but never given its data")
+        return value.array
+    if isinstance(value, OrderedDict):
+        return OrderedDict((k, _finished(v)) for k, v in value.items())
+    if isinstance(value, dict):
+        return {k: _finished(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        items = [_finished(v) for v in value]
+        return items if isinstance(value, list) else tuple(items)
+    return value
+
+
+def _encode_text(text, encoding="latin1"):
+    """`_codecs.encode`, as protocol-2 pickles use it for bytes: str -> bytes only (same size)."""
+    if not isinstance(text, str) or encoding not in ("latin1", "latin-1"):
+        raise pickle.UnpicklingError("_codecs.encode is allowed only for latin1 str -> bytes")
+    return text.encode("latin1")
 
 
 def _allowed_globals() -> dict[tuple[str, str], object]:
@@ -59,10 +127,10 @@ def _allowed_globals() -> dict[tuple[str, str], object]:
         ("numpy", "ndarray"): np.ndarray,
         ("numpy", "dtype"): np.dtype,
         # protocol-2 pickles written by Python 3 store bytes via _codecs.encode(str, 'latin1')
-        ("_codecs", "encode"): __import__("codecs").encode,
+        ("_codecs", "encode"): _encode_text,
     }
     for module in ("numpy.core.multiarray", "numpy._core.multiarray"):
-        allowed[(module, "_reconstruct")] = _numpy_multiarray._reconstruct
+        allowed[(module, "_reconstruct")] = _pending_array
         allowed[(module, "scalar")] = _numpy_multiarray.scalar
     for name in _ALLOWED_BUILTINS:
         allowed[("builtins", name)] = getattr(__import__("builtins"), name)
@@ -87,6 +155,9 @@ class RestrictedUnpickler(pickle.Unpickler):
                 f"{self._source}: refusing to load: the pickle references {module}.{name}, which is not "
                 "a numpy array, dtype, OrderedDict or builtin container (poselib files use nothing else)"
             ) from None
+
+    def load(self):
+        return _finished(super().load())
 
     def persistent_load(self, pid):
         raise MotionFileError(f"{self._source}: refusing to load: the pickle uses persistent ids")

@@ -167,11 +167,15 @@ class MujocoCpuBackend(SimBackend):
         self._refresh_from_state()
 
     def state_dict(self) -> dict:
-        return {"backend": "mujoco", "state": self._state.copy(), "ctrl": self._ctrl_targets.copy(),
-                "sensordata": self._sensordata.copy()}
+        # Tensors rather than numpy arrays: checkpoints are loaded weights-only (plain data).
+        return {"backend": "mujoco", "state": torch.from_numpy(self._state.copy()),
+                "ctrl": torch.from_numpy(self._ctrl_targets.copy()),
+                "sensordata": torch.from_numpy(self._sensordata.copy())}
 
     def load_state_dict(self, state: dict) -> None:
-        if state.get("backend") != "mujoco" or state["state"].shape != self._state.shape:
+        state = {key: value.cpu().numpy() if isinstance(value, torch.Tensor) else value
+                 for key, value in state.items()}
+        if state.get("backend") != "mujoco" or tuple(state["state"].shape) != self._state.shape:
             raise ModelError(f"simulator state of backend {state.get('backend')!r} with shape "
                              f"{getattr(state.get('state'), 'shape', None)} does not fit this "
                              f"mujoco backend's {self._state.shape}")

@@ -289,11 +289,11 @@ class MujocoWarpBackend(SimBackend):
 
     def state_dict(self) -> dict:
         """Every world's qpos, qvel, ctrl (PD targets), act, time and last sensor data, as host
-        float32 arrays. That is all a step reads (the solver warm start is zeroed per step), so a
+        float32 tensors (plain data for weights-only loading). That is all a step reads (the solver warm start is zeroed per step), so a
         restored backend continues bitwise where this one stands."""
         state = {"backend": "mujoco_warp"}
         for name in self._CHECKPOINT_FIELDS:
-            state[name] = getattr(self._d, name).numpy().copy()
+            state[name] = torch.from_numpy(getattr(self._d, name).numpy().copy())
         return state
 
     def load_state_dict(self, state: dict) -> None:
@@ -303,7 +303,7 @@ class MujocoWarpBackend(SimBackend):
             )
         for name in self._CHECKPOINT_FIELDS:
             target = wp.to_torch(getattr(self._d, name))
-            value = torch.as_tensor(np.asarray(state[name]))
+            value = torch.as_tensor(state[name])
             if tuple(value.shape) != tuple(target.shape):
                 raise ModelError(
                     f"simulator state field {name!r} has shape {list(value.shape)}, this "

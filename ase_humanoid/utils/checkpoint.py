@@ -1,4 +1,11 @@
-"""Atomic checkpoint files: a crash or kill mid-write never destroys the previous checkpoint."""
+"""Atomic checkpoint files that cannot run code when loaded.
+
+Writing: temp file + fsync + rename, so a crash or kill mid-write never destroys the previous
+checkpoint. Reading: `torch.load(weights_only=True)`, which unpickles only plain data (dicts,
+lists, tuples, str, numbers, bool, None, tensors) and refuses any other Python global, so a
+planted `.pt` holding e.g. a pickled `os.system` call is an error instead of an exploit. Saving
+therefore converts numpy arrays and numpy scalars to tensors / Python numbers first.
+"""
 
 from __future__ import annotations
 
@@ -7,13 +14,30 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 
 from ase_humanoid.errors import CheckpointError
 
 
+def plain_data(value: Any) -> Any:
+    """`value` with numpy arrays as tensors and numpy scalars as Python numbers (recursively),
+    so that `torch.load(weights_only=True)` can read it back."""
+    if isinstance(value, dict):
+        return {key: plain_data(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        items = [plain_data(item) for item in value]
+        return items if isinstance(value, list) else tuple(items)
+    if isinstance(value, np.ndarray):
+        return torch.from_numpy(np.array(value, copy=True))
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
 def save_checkpoint(state: dict[str, Any], path: str | os.PathLike) -> Path:
-    """Write `state` with torch.save to a temp file in the same folder, fsync, then rename.
+    """Write `state` (made plain, see `plain_data`) with torch.save to a temp file in the same
+    folder, fsync, then rename.
 
     os.replace is atomic on POSIX and Windows, so readers see either the old file or the
     complete new one, never a truncated one.
@@ -23,7 +47,7 @@ def save_checkpoint(state: dict[str, Any], path: str | os.PathLike) -> Path:
     fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as f:
-            torch.save(state, f)
+            torch.save(plain_data(state), f)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp_name, path)
@@ -33,18 +57,54 @@ def save_checkpoint(state: dict[str, Any], path: str | os.PathLike) -> Path:
     return path
 
 
+def _legacy_numpy_globals() -> list:
+    """The numpy globals that checkpoints written before weights-only loading used for numpy
+    arrays (RNG state, simulator state). They rebuild arrays of plain numbers only (object
+    arrays would need further globals, which stay refused)."""
+    from numpy._core.multiarray import _reconstruct  # numpy >= 2
+
+    return [_reconstruct, np.ndarray, np.dtype, type(np.dtype(np.uint32)), type(np.dtype(np.float64)),
+            type(np.dtype(np.float32)), type(np.dtype(np.int64))]
+
+
 def load_checkpoint(path: str | os.PathLike, map_location: str | torch.device = "cpu") -> dict[str, Any]:
-    """Load a checkpoint written by save_checkpoint; errors name the file and the problem."""
+    """Load a checkpoint written by save_checkpoint; errors name the file and the problem.
+
+    Only plain data is unpickled (weights_only=True): a file that asks for any other Python
+    object (a function, a class) is refused with CheckpointError before anything of it runs.
+    """
     path = Path(path)
     if path.is_dir():
         path = path / "latest.pt"
     if not path.is_file():
         raise CheckpointError(f"checkpoint '{path}' does not exist")
     try:
-        # Checkpoints hold numpy RNG state and config dicts as well as tensors.
-        state = torch.load(path, map_location=map_location, weights_only=False)
-    except Exception as exc:  # torch raises several types for truncated/corrupt zip files
+        with torch.serialization.safe_globals(_legacy_numpy_globals()):
+            state = torch.load(path, map_location=map_location, weights_only=True)
+    except Exception as exc:  # torch raises several types for truncated/corrupt/unsafe files
+        text = str(exc)
+        if "Unsupported global" in text or "Weights only load failed" in text:
+            detail = next((line.strip() for line in text.splitlines() if "Unsupported global" in line), "")
+            raise CheckpointError(
+                f"checkpoint '{path}' holds Python objects other than plain data and tensors; refused "
+                f"because loading it could run code ({detail or 'see torch.load weights_only'})") from None
         raise CheckpointError(f"checkpoint '{path}' is unreadable (truncated or corrupt?): {exc}") from exc
     if not isinstance(state, dict):
         raise CheckpointError(f"checkpoint '{path}' does not hold a dict of states")
     return state
+
+
+# Entries a run checkpoint (Runner.state_dict) needs for each use.
+RESUME_ENTRIES = ("agent", "env", "epoch", "global_step", "rng", "config")
+POLICY_ENTRIES = ("agent",)
+
+
+def require_entries(state: dict[str, Any], path: str | os.PathLike, entries: tuple[str, ...], use: str) -> None:
+    """CheckpointError naming the file and the missing entries unless `state` holds `entries`."""
+    missing = [key for key in entries if key not in state]
+    if missing:
+        raise CheckpointError(f"checkpoint '{path}' has no {', '.join(repr(k) for k in missing)} "
+                              f"entr{'y' if len(missing) == 1 else 'ies'} needed {use}; is it a checkpoint "
+                              "written by train.py (run_dir/latest.pt or epoch_N.pt)?")
+    if "agent" in entries and not isinstance(state["agent"], dict):
+        raise CheckpointError(f"checkpoint '{path}': its 'agent' entry is not an agent state")

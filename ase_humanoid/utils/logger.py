@@ -20,7 +20,9 @@ def progress_bar(fraction: float, width: int = 20) -> str:
 class TrainingLogger:
     """Writes scalars to `<run_dir>/tensorboard` and a console line to `stream`.
 
-    Only rank 0 of a distributed run should create one with `enabled=True`.
+    Only rank 0 of a distributed run should create one with `enabled=True`. The caller logs an
+    epoch before checkpointing it, so a kill between the two repeats the epoch (its log lines are
+    truncated on resume) rather than leaving a gap.
     """
 
     # Console line keys, in order, when present in the stats (short name, format).
@@ -34,12 +36,15 @@ class TrainingLogger:
         ("perf/samples_per_s", "sps", "{:.0f}"),
     )
 
-    def __init__(self, run_dir: str | Path, max_epochs: int, enabled: bool = True, stream=None):
+    def __init__(self, run_dir: str | Path, max_epochs: int, enabled: bool = True, stream=None,
+                 purge_step: int | None = None):
         self.enabled = enabled
         self.max_epochs = max_epochs
         self.stream = stream  # None: whatever sys.stdout is when a line is printed
         self.start_time = time.time()
-        self.writer = SummaryWriter(str(Path(run_dir) / "tensorboard")) if enabled else None
+        # purge_step (on resume): TensorBoard hides the events from that step on, which a run
+        # killed after its last checkpoint had written (they are logged again).
+        self.writer = SummaryWriter(str(Path(run_dir) / "tensorboard"), purge_step=purge_step) if enabled else None
         self.metrics_path = Path(run_dir) / "metrics.jsonl"
 
     def log(self, epoch: int, global_step: int, stats: dict[str, float]) -> None:

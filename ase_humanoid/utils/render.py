@@ -111,11 +111,20 @@ def write_video(path: str | Path, frames: list[np.ndarray], fps: float) -> Path:
         raise AseHumanoidError(f"video '{path}': use a .mp4 or .gif file name")
     if not frames:
         raise AseHumanoidError(f"video '{path}': no frames to write")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if path.suffix.lower() == ".gif":
-        imageio.mimsave(path, frames, duration=1000.0 / fps, loop=0)
-    else:
-        imageio.mimsave(path, frames, fps=fps, macro_block_size=8)
+    if not fps > 0:
+        raise AseHumanoidError(f"video '{path}': frame rate must be positive, got {fps}")
+    if not path.parent.is_dir():
+        raise AseHumanoidError(f"video '{path}': folder '{path.parent}' does not exist")
+    try:
+        if path.suffix.lower() == ".gif":
+            imageio.mimsave(path, frames, duration=1000.0 / fps, loop=0)
+        else:
+            imageio.mimsave(path, frames, fps=fps, macro_block_size=8)
+    except (OSError, BrokenPipeError) as exc:  # unwritable path, full disk: ffmpeg's pipe breaks
+        path.unlink(missing_ok=True)
+        raise AseHumanoidError(f"video '{path}' could not be written: {exc}") from exc
+    if not path.is_file() or path.stat().st_size == 0:
+        raise AseHumanoidError(f"video '{path}' was not written")
     return path
 
 
