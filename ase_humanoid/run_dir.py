@@ -11,6 +11,7 @@ import tempfile
 from pathlib import Path
 
 from ase_humanoid.errors import ConfigError
+from ase_humanoid.utils.atomic_file import write_atomic
 
 # Files whose presence means "a run lives here".
 RUN_FILES = ("latest.pt", "metrics.jsonl", "config.yaml")
@@ -47,16 +48,7 @@ def check_writable(run_dir: Path) -> None:
 
 def write_text_atomic(path: Path, text: str) -> None:
     """Temp file + rename: a full disk leaves the old file (or none), never an empty one."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomic(path, lambda f: f.write(text.encode()))
 
 
 def remove_stale_temp_files(run_dir: Path) -> list[Path]:

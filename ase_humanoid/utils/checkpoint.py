@@ -10,7 +10,6 @@ therefore converts numpy arrays and numpy scalars to tensors / Python numbers fi
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +17,7 @@ import numpy as np
 import torch
 
 from ase_humanoid.errors import CheckpointError
+from ase_humanoid.utils.atomic_file import write_atomic
 
 
 def plain_data(value: Any) -> Any:
@@ -44,17 +44,8 @@ def save_checkpoint(state: dict[str, Any], path: str | os.PathLike) -> Path:
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            torch.save(plain_data(state), f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp_name, path)
-    except BaseException:
-        Path(tmp_name).unlink(missing_ok=True)
-        raise
-    return path
+    state = plain_data(state)
+    return write_atomic(path, lambda f: torch.save(state, f))
 
 
 def _legacy_numpy_globals() -> list:
