@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 import torch
-from omegaconf import DictConfig, OmegaConf, open_dict
+from omegaconf import DictConfig, ListConfig, OmegaConf, open_dict
 
 from ase_humanoid import PROJECT_ROOT
 from ase_humanoid.config import compose_config
@@ -168,9 +168,15 @@ def describe_profile(cfg: DictConfig) -> str:
 
     if cfg.profile == "paper":
         return "training profile: paper (the ASE release's settings)"
-    keys = ", ".join(f"{k.split('.')[-1]}={v}" for k, v in profile_overrides(cfg.profile, cfg.train.algo).items())
-    return (f"training profile: {cfg.profile} (cfg/profiles/{cfg.profile}.yaml: {keys or 'nothing for this algorithm'}; "
-            "keys given on the command line win; profile=paper for the ASE release's settings)")
+    applied, overridden = [], []
+    for key, value in profile_overrides(cfg.profile, cfg.train.algo).items():
+        actual = OmegaConf.select(cfg, key)
+        actual = OmegaConf.to_container(actual) if isinstance(actual, DictConfig | ListConfig) else actual
+        (applied if actual == value else overridden).append(f"{key.split('.')[-1]}={actual}")
+    keys = ", ".join(applied) or "nothing for this algorithm"
+    given = f"; from the command line instead: {', '.join(overridden)}" if overridden else ""
+    return (f"training profile: {cfg.profile} (cfg/profiles/{cfg.profile}.yaml: {keys}{given}; "
+            "profile=paper for the ASE release's settings)")
 
 
 def make_run_dir(cfg: DictConfig) -> Path:

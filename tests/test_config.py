@@ -46,3 +46,43 @@ def test_overrides_apply():
 def test_bad_overrides_name_the_key_and_valid_choices(override, message):
     with pytest.raises(ConfigError, match=message):
         compose_config([override])
+
+
+# ----------------------------------------------------------------------------- training profiles
+
+
+def test_cpu_backend_picks_the_cpu_profile_and_paper_keeps_the_release():
+    cpu = compose_config(["task=HumanoidAMP", "sim=mujoco"])
+    paper = compose_config(["task=HumanoidAMP", "sim=mujoco", "profile=paper"])
+    assert cpu.profile == "cpu" and paper.profile == "paper"
+    assert list(cpu.train.params.actor_units) == [256, 256] and cpu.task.env.num_amp_obs_steps == 2
+    # paper: exactly cfg/train/amp.yaml and cfg/task/HumanoidAMP.yaml (the release's values)
+    assert list(paper.train.params.actor_units) == [1024, 512] and paper.task.env.num_amp_obs_steps == 10
+    assert paper.train.params.learning_rate == 2e-5 and paper.train.params.mini_epochs == 6
+
+
+def test_command_line_keys_win_over_the_profile_and_the_start_up_line_says_so():
+    from ase_humanoid.app import describe_profile
+
+    cfg = compose_config(["task=HumanoidAMP", "sim=mujoco", "train.params.mini_epochs=7",
+                          "task.env.num_amp_obs_steps=5"])
+    assert cfg.train.params.mini_epochs == 7 and cfg.task.env.num_amp_obs_steps == 5
+    assert cfg.train.params.learning_rate == 2e-4  # the profile's value where nothing was given
+    line = describe_profile(cfg)
+    assert "learning_rate=0.0002" in line
+    assert "from the command line instead: num_amp_obs_steps=5, mini_epochs=7" in line
+    assert "release" in describe_profile(compose_config(["profile=paper"]))
+
+
+def test_unknown_profile_names_the_valid_ones():
+    with pytest.raises(ConfigError, match="auto, paper, cpu"):
+        compose_config(["profile=laptop"])
+
+
+def test_profile_keys_per_algorithm():
+    """Hierarchical tasks set none (their AMP history comes from the low-level checkpoint)."""
+    from ase_humanoid.config import profile_overrides
+
+    assert profile_overrides("cpu", "hrl") == {}
+    assert profile_overrides("paper", "amp") == {}
+    assert profile_overrides("cpu", "ase")["task.env.num_amp_obs_steps"] == 2
