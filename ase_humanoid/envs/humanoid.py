@@ -43,7 +43,8 @@ from ase_humanoid.envs.reset_pool import DrawAhead
 from ase_humanoid.errors import ConfigError
 from ase_humanoid.robots.description import load_robot, load_robot_config, robot_names
 from ase_humanoid.robots.kinematics import ArticulationState, articulation_state, body_state_from_qpos
-from ase_humanoid.sim.base import PHYSICS_DT, PropSpec, make_backend
+from ase_humanoid.sim.base import PHYSICS_DT, PropSpec
+from ase_humanoid.sim.factory import make_backend
 from ase_humanoid.utils import rotations as rot
 from ase_humanoid.utils.render import Marker  # render-only shapes (kind, pos, size, rgba, mat)
 

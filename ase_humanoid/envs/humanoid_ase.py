@@ -33,7 +33,7 @@ from ase_humanoid.envs.humanoid import (
     merge_draws,
 )
 from ase_humanoid.envs.terminations import nonfinite_envs
-from ase_humanoid.sim.base import make_backend
+from ase_humanoid.sim.factory import make_backend
 from ase_humanoid.utils import rotations as rot
 
 FALL_ACTION_RANGE = 0.5
