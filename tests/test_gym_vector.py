@@ -12,7 +12,7 @@ import torch
 from gymnasium.vector import AutoresetMode
 
 import ase_humanoid  # noqa: F401  (registers the ids)
-from ase_humanoid.app import build_env
+from ase_humanoid.builders import build_env
 from ase_humanoid.config import compose_config
 from ase_humanoid.envs import gym_id, make_env, task_names
 from ase_humanoid.envs.gym_vector import HumanoidVectorEnv, episode_log, hydra_value

@@ -357,7 +357,7 @@ def test_cpu_backend_takes_precomputed_kinematics(robot_name):
 
 def test_reset_pool_size_is_a_task_config_key():
     """Every task's YAML carries the key, so `task.env.reset_pool_size=...` reaches the env."""
-    from ase_humanoid.app import build_env
+    from ase_humanoid.builders import build_env
     from ase_humanoid.config import compose_config
 
     for size in (0, 16):

@@ -235,7 +235,7 @@ def make_vector_env(task: str, num_envs: int = 1, render_env_id: int = 0, **opti
     llc_checkpoint: an ASE checkpoint makes a task hierarchical, its actions 64-d latents),
     `llc_steps`, and the task's env keys (state_init, max_episode_length, ...).
     """
-    from ase_humanoid.app import build_env
+    from ase_humanoid.builders import build_env
     from ase_humanoid.config import compose_config
 
     cfg = compose_config(vector_env_overrides(task, num_envs, options))
