@@ -11,7 +11,7 @@ import torch
 
 from ase_humanoid.envs import env_class, make_env, task_names
 from ase_humanoid.envs.checkpointing import env_state_dict, load_env_state_dict
-from ase_humanoid.envs.humanoid import DEFAULT_ROOT_HEIGHT
+from ase_humanoid.envs.reset_plan import DEFAULT_ROOT_HEIGHT
 from ase_humanoid.envs.reset_pool import DrawAhead
 from ase_humanoid.errors import ConfigError
 from ase_humanoid.robots.description import load_robot

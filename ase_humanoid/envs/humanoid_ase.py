@@ -23,11 +23,11 @@ from __future__ import annotations
 import torch
 
 from ase_humanoid.envs.config import HumanoidASEConfig
-from ase_humanoid.envs.humanoid import (
+from ase_humanoid.envs.humanoid import Humanoid
+from ase_humanoid.envs.reset_plan import (
+    DEFAULT_ROOT_HEIGHT,
     KINEMATICS_FIELDS,
     STATE_FIELDS,
-    DEFAULT_ROOT_HEIGHT,
-    Humanoid,
     ResetPlan,
     RobotStates,
     merge_draws,
