@@ -96,7 +96,7 @@ def prepare_run_dir(cfg: DictConfig, is_main: bool) -> tuple[Path, Path | None, 
     """(run folder, checkpoint resumed from, its state) before anything is built: a resume reads
     and checks its checkpoint, a new run refuses a folder holding another run, and rank 0
     checks that the folder is writable."""
-    from ase_humanoid import run_dir as run_folder
+    import ase_humanoid.run_dir as run_folder
 
     run_dir = make_run_dir(cfg)
     resume_from = resumed_state = None
@@ -116,7 +116,7 @@ def repair_logs_for_resume(run_dir: Path, epoch: int, global_step: int) -> int:
     """Cut the logs back to the resumed checkpoint and drop stale temp files; returns the
     TensorBoard purge step. Logs written after the checkpoint (a resume from an older latest.pt,
     or a kill before the next save) would otherwise repeat those epochs."""
-    from ase_humanoid import run_dir as run_folder
+    import ase_humanoid.run_dir as run_folder
 
     run_folder.truncate_metrics(run_dir / "metrics.jsonl", epoch)
     run_folder.remove_stale_temp_files(run_dir)

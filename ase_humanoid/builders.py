@@ -11,7 +11,7 @@ from typing import Any
 
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from ase_humanoid import PROJECT_ROOT
+from ase_humanoid.paths import PROJECT_ROOT
 from ase_humanoid.errors import ConfigError
 from ase_humanoid.utils.checkpoint import load_checkpoint
 

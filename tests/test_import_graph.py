@@ -76,10 +76,61 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
     return None
 
 
+# The package's layers, bottom first (docs/ARCHITECTURE.md "Layers"): a module imports only from
+# its own top-level part or from parts of a lower layer. The package root (`ase_humanoid/__init__`)
+# is the public face above all of them and nothing inside imports it.
+LAYERS = (
+    ("errors", "paths"),
+    ("utils",),
+    ("robots",),
+    ("sim", "motion"),
+    ("envs", "agents"),
+    ("runner", "policy_export", "config", "run_dir"),
+    ("builders",),
+    ("evaluate", "gym_entry"),
+    ("app",),
+)
+
+
+def top_level_part(module: str) -> str:
+    """`ase_humanoid.envs.tasks.strike` -> `envs`; the package root -> `ase_humanoid`."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else parts[0]
+
+
+def layer_violations(graph: dict[str, set[str]], layers) -> list[str]:
+    """Edges `a -> b` between different top-level parts where b's layer is not below a's (parts
+    missing from `layers` are reported too)."""
+    rank = {part: i for i, names in enumerate(layers) for part in names}
+    rank[PACKAGE] = len(layers)
+    bad = []
+    for a, targets in sorted(graph.items()):
+        for b in sorted(targets):
+            pa, pb = top_level_part(a), top_level_part(b)
+            if pa == pb:
+                continue
+            if pa not in rank or pb not in rank:
+                bad.append(f"{a} -> {b} (a part missing from LAYERS: {pa if pa not in rank else pb})")
+            elif rank[pb] >= rank[pa]:
+                bad.append(f"{a} -> {b}")
+    return bad
+
+
 def test_package_has_no_import_cycle():
     graph = import_graph(PACKAGE_DIR)
     cycle = find_cycle(graph)
     assert cycle is None, "import circle in ase_humanoid: " + " -> ".join(cycle)
+
+
+def test_modules_import_only_from_lower_layers():
+    assert layer_violations(import_graph(PACKAGE_DIR), LAYERS) == []
+
+
+def test_layer_check_reports_an_upward_import():
+    graph = {"ase_humanoid.envs.gym_vector": {"ase_humanoid.builders", "ase_humanoid.envs"},
+             "ase_humanoid.config": {"ase_humanoid"}, "ase_humanoid.builders": {"ase_humanoid.envs.humanoid"}}
+    assert layer_violations(graph, LAYERS) == ["ase_humanoid.config -> ase_humanoid",
+                                               "ase_humanoid.envs.gym_vector -> ase_humanoid.builders"]
 
 
 def test_graph_sees_lazy_and_package_imports():

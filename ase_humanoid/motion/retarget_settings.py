@@ -8,10 +8,10 @@ from pathlib import Path
 import torch
 
 from ase_humanoid.errors import ConfigError
+from ase_humanoid.paths import CFG_DIR, PROJECT_ROOT
 
 
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
-PRESET_DIR = PROJECT_ROOT / "cfg" / "retarget" / "presets"
+PRESET_DIR = CFG_DIR / "retarget" / "presets"
 SOURCE_FORMATS = {".fbx": "fbx", ".bvh": "bvh", ".amc": "amc", ".npy": "npy"}
 TARGETS = ("amp_humanoid", "sword_shield")
 
