@@ -1,165 +1,26 @@
-"""train.py's body: build env and agent from the config, then train or evaluate."""
+"""train.py's body: compose the config, build env and agent (`builders.py`), then train or evaluate."""
 
 from __future__ import annotations
 
 import datetime
 import random
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import torch
-from omegaconf import DictConfig, ListConfig, OmegaConf, open_dict
+from omegaconf import DictConfig, ListConfig, OmegaConf
 
-from ase_humanoid import PROJECT_ROOT
+from ase_humanoid.builders import build_agent, build_env, resolve_path
 from ase_humanoid.config import compose_config
 from ase_humanoid.errors import CheckpointError, ConfigError
 from ase_humanoid.utils import distributed as dist_utils
 from ase_humanoid.utils.checkpoint import POLICY_ENTRIES, RESUME_ENTRIES, load_checkpoint, require_entries
-
-ALGOS = ("ppo", "amp", "ase", "hrl")
 
 
 def seed_everything(seed: int) -> None:
     random.seed(seed)
     np.random.seed(seed)
     torch.manual_seed(seed)
-
-
-def resolve_path(path: str | None) -> str | None:
-    """Paths in configs are relative to the working directory, else to the project root."""
-    if path is None:
-        return None
-    p = Path(path).expanduser()
-    if p.is_absolute() or p.exists():
-        return str(p)
-    return str(PROJECT_ROOT / p)
-
-
-def motion_file_for(cfg: DictConfig) -> str | None:
-    if cfg.motion_file is not None:
-        return resolve_path(cfg.motion_file)
-    defaults = cfg.task.get("motion_file")
-    if defaults is None:
-        return None
-    if isinstance(defaults, str):
-        return resolve_path(defaults)
-    if cfg.robot.name not in defaults:
-        raise ConfigError(f"task {cfg.task.name} has no default motion_file for robot '{cfg.robot.name}' "
-                          f"(known: {', '.join(defaults.keys())}); pass motion_file=...")
-    return resolve_path(defaults[cfg.robot.name])
-
-
-def build_env(cfg: DictConfig, rank: int = 0):
-    from ase_humanoid.envs import make_env
-
-    env_options = OmegaConf.to_container(cfg.task.env, resolve=True) if "env" in cfg.task else {}
-    # The robot group's key/contact bodies apply unless the task sets its own.
-    for key in ("key_bodies", "contact_bodies"):
-        if key in env_options and env_options[key] is None:
-            env_options[key] = list(cfg.robot[key])
-    llc_path = None
-    if cfg.train.algo == "hrl":
-        # An HRL checkpoint carries its LLC: test / resume runs need no llc_checkpoint.
-        resumed = str(Path(cfg.run_dir) / "latest.pt") if cfg.resume and cfg.run_dir else None
-        llc_path = resolve_path(cfg.llc_checkpoint or cfg.checkpoint or resumed)
-        # The LLC's discriminator rates the task env's AMP observations: same history length.
-        # Written back into cfg so config.yaml and this run's checkpoints record the value used.
-        steps = saved_amp_obs_steps(llc_path)
-        if steps is not None and "num_amp_obs_steps" in env_options:
-            env_options["num_amp_obs_steps"] = steps
-            with open_dict(cfg):
-                cfg.task.env.num_amp_obs_steps = steps
-    env = make_env(
-        cfg.task.name,
-        num_envs=int(cfg.num_envs),
-        robot=cfg.robot.name,
-        motion_file=motion_file_for(cfg),
-        sim=cfg.sim.name,
-        device=str(cfg.device),
-        num_threads=int(cfg.num_threads),
-        seed=int(cfg.seed) + 1000 * rank,
-        **env_options,
-        **_task_extra_env_options(cfg),
-    )
-    if cfg.train.algo == "hrl":
-        # One high-level step drives the frozen ASE controller for llc_steps control steps.
-        from ase_humanoid.agents.hrl import load_llc, make_hrl_env
-
-        env = make_hrl_env(env, load_llc(llc_path, env.device), int(cfg.train.params.llc_steps))
-    return env
-
-
-def saved_amp_obs_steps(path: str | None) -> int | None:
-    """`task.env.num_amp_obs_steps` of the run that wrote checkpoint `path` (None if unknown)."""
-    if path is None or not Path(path).exists():
-        return None  # load_llc / load_checkpoint report the missing file
-    saved = load_checkpoint(path).get("config") or {}
-    steps = ((saved.get("task") or {}).get("env") or {}).get("num_amp_obs_steps")
-    return int(steps) if steps is not None else None
-
-
-def _task_extra_env_options(cfg: DictConfig) -> dict[str, Any]:
-    """Hierarchical tasks need the low-level controller's control rate; nothing else does."""
-    return {}
-
-
-def agent_config(cfg: DictConfig, num_envs: int, rank: int = 0):
-    """The agent's dataclass config from cfg.train.params; `minibatch_size: auto` -> batch / 8."""
-    from ase_humanoid.agents import config as agent_cfg
-
-    algo = cfg.train.algo
-    classes = {"ppo": agent_cfg.PPOConfig, "amp": agent_cfg.AMPConfig, "ase": agent_cfg.ASEConfig}
-    if algo == "hrl":
-        from ase_humanoid.agents.hrl import HRLConfig
-
-        classes["hrl"] = HRLConfig
-    if algo not in classes:
-        raise ConfigError(f"unknown train.algo '{algo}'; valid choices: {', '.join(ALGOS)}")
-    params = OmegaConf.to_container(cfg.train.params, resolve=True)
-    horizon = params.get("horizon_length", classes[algo]().horizon_length)
-    params["minibatch_size"] = resolve_minibatch_size(params.get("minibatch_size"), horizon * num_envs)
-    params["seed"] = int(cfg.seed) + 1000 * rank
-    return agent_cfg.from_dict(classes[algo], params)
-
-
-def resolve_minibatch_size(value, batch: int):
-    """`auto` -> batch / 8 (the release's 8 minibatches: 16384 of 4096 envs x 32 steps);
-    `batch/K` -> batch / K (K minibatches per mini-epoch, whatever num_envs is); else as given.
-    A batch that K does not divide is taken whole."""
-    if value == "auto":
-        value = "batch/8"
-    if isinstance(value, str):
-        prefix, _, count = value.partition("/")
-        if prefix.strip() != "batch" or not count.strip().isdigit() or int(count) < 1:
-            raise ConfigError(f"agent config key 'minibatch_size': '{value}' is not a number, 'auto' or "
-                              "'batch/K' (K minibatches per mini-epoch)")
-        count = int(count)
-        return batch // count if batch % count == 0 else batch
-    return value
-
-
-def build_agent(cfg: DictConfig, env, rank: int = 0):
-    from ase_humanoid.agents.amp import AMPAgent
-    from ase_humanoid.agents.ase import ASEAgent
-    from ase_humanoid.agents.ppo import PPOAgent
-
-    config = agent_config(cfg, env.num_envs, rank)
-    obs_dim = env.observation_space.shape[-1]
-    action_dim = env.action_space.shape[-1]
-    algo = cfg.train.algo
-    if algo == "ppo":
-        return PPOAgent(obs_dim, action_dim, env.num_envs, config, env.device)
-    amp_obs_dim = env.amp_observation_space.shape[-1]
-    if algo == "amp":
-        return AMPAgent(obs_dim, action_dim, amp_obs_dim, env.num_envs, env.fetch_amp_obs_demo, config,
-                        env.device, demo_keys=env)
-    if algo == "ase":
-        return ASEAgent(obs_dim, action_dim, amp_obs_dim, env.num_envs, env.fetch_amp_obs_demo, config,
-                        env.device, demo_keys=env)
-    from ase_humanoid.agents.hrl import HRLAgent
-
-    return HRLAgent.from_llc_checkpoint(resolve_path(cfg.llc_checkpoint), env, config, device=env.device)
 
 
 def describe_profile(cfg: DictConfig) -> str:
@@ -241,7 +102,7 @@ def prepare_run_dir(cfg: DictConfig, is_main: bool) -> tuple[Path, Path | None, 
     """(run folder, checkpoint resumed from, its state) before anything is built: a resume reads
     and checks its checkpoint, a new run refuses a folder holding another run, and rank 0
     checks that the folder is writable."""
-    from ase_humanoid import run_dir as run_folder
+    import ase_humanoid.run_dir as run_folder
 
     run_dir = make_run_dir(cfg)
     resume_from = resumed_state = None
@@ -261,7 +122,7 @@ def repair_logs_for_resume(run_dir: Path, epoch: int, global_step: int) -> int:
     """Cut the logs back to the resumed checkpoint and drop stale temp files; returns the
     TensorBoard purge step. Logs written after the checkpoint (a resume from an older latest.pt,
     or a kill before the next save) would otherwise repeat those epochs."""
-    from ase_humanoid import run_dir as run_folder
+    import ase_humanoid.run_dir as run_folder
 
     run_folder.truncate_metrics(run_dir / "metrics.jsonl", epoch)
     run_folder.remove_stale_temp_files(run_dir)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
-from ase_humanoid import CFG_DIR
+from ase_humanoid.paths import CFG_DIR
 from ase_humanoid.errors import ConfigError
 
 CONFIG_GROUPS = ("task", "train", "robot", "sim")

@@ -25,7 +25,7 @@ from ase_humanoid.utils.checkpoint import POLICY_ENTRIES, load_checkpoint, requi
 
 def load_policy(cfg: DictConfig):
     """Build env + agent as in training and load the checkpoint's agent state."""
-    from ase_humanoid.app import build_agent, build_env, resolve_path
+    from ase_humanoid.builders import build_agent, build_env, resolve_path
 
     if not cfg.checkpoint and cfg.task.name != "HumanoidViewMotion":
         raise ConfigError("test=true needs checkpoint=<file or run folder>")

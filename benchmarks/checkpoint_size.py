@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
 def measure(task: str, profile: str) -> dict:
-    from ase_humanoid.app import build_agent, build_env
+    from ase_humanoid.builders import build_agent, build_env
     from ase_humanoid.config import compose_config
     from ase_humanoid.runner import Runner
 

@@ -84,7 +84,8 @@ def main(argv=None) -> int:
 
     from omegaconf import OmegaConf
 
-    from ase_humanoid.app import build_agent, build_env, describe_profile
+    from ase_humanoid.app import describe_profile
+    from ase_humanoid.builders import build_agent, build_env
     from ase_humanoid.config import compose_config
     from ase_humanoid.runner import Runner
     from ase_humanoid.utils.logger import TrainingLogger

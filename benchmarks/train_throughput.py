@@ -38,7 +38,7 @@ def main(argv=None) -> int:
 
     import torch
 
-    from ase_humanoid.app import build_agent, build_env
+    from ase_humanoid.builders import build_agent, build_env
     from ase_humanoid.config import compose_config
     from ase_humanoid.runner import Runner
 

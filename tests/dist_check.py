@@ -11,7 +11,7 @@ import torch.distributed as dist
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from ase_humanoid.app import build_agent, build_env  # noqa: E402
+from ase_humanoid.builders import build_agent, build_env  # noqa: E402
 from ase_humanoid.config import compose_config  # noqa: E402
 from ase_humanoid.runner import Runner  # noqa: E402
 from ase_humanoid.utils import distributed  # noqa: E402

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from ase_humanoid.envs import make_env, task_names
-from ase_humanoid.envs.humanoid import DEFAULT_ROOT_HEIGHT
+from ase_humanoid.envs.reset_plan import DEFAULT_ROOT_HEIGHT
 from ase_humanoid.envs.terminations import fall_termination
 from ase_humanoid.errors import ConfigError
 from ase_humanoid.robots.kinematics import body_state_from_qpos

@@ -12,10 +12,11 @@ import torch
 from gymnasium.vector import AutoresetMode
 
 import ase_humanoid  # noqa: F401  (registers the ids)
-from ase_humanoid.app import build_env
+from ase_humanoid.builders import build_env
 from ase_humanoid.config import compose_config
 from ase_humanoid.envs import gym_id, make_env, task_names
-from ase_humanoid.envs.gym_vector import HumanoidVectorEnv, episode_log, hydra_value
+from ase_humanoid.envs.gym_vector import HumanoidVectorEnv, episode_log
+from ase_humanoid.gym_entry import hydra_value
 from ase_humanoid.errors import ConfigError
 
 FAST = dict(num_threads=1, seed=0)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from ase_humanoid.app import build_agent, build_env
+from ase_humanoid.builders import build_agent, build_env
 from ase_humanoid.config import compose_config
 from ase_humanoid.errors import CheckpointError
 from ase_humanoid.runner import Runner

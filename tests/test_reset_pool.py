@@ -11,7 +11,7 @@ import torch
 
 from ase_humanoid.envs import env_class, make_env, task_names
 from ase_humanoid.envs.checkpointing import env_state_dict, load_env_state_dict
-from ase_humanoid.envs.humanoid import DEFAULT_ROOT_HEIGHT
+from ase_humanoid.envs.reset_plan import DEFAULT_ROOT_HEIGHT
 from ase_humanoid.envs.reset_pool import DrawAhead
 from ase_humanoid.errors import ConfigError
 from ase_humanoid.robots.description import load_robot
@@ -357,7 +357,7 @@ def test_cpu_backend_takes_precomputed_kinematics(robot_name):
 
 def test_reset_pool_size_is_a_task_config_key():
     """Every task's YAML carries the key, so `task.env.reset_pool_size=...` reaches the env."""
-    from ase_humanoid.app import build_env
+    from ase_humanoid.builders import build_env
     from ase_humanoid.config import compose_config
 
     for size in (0, 16):

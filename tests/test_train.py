@@ -12,7 +12,8 @@ import pytest
 import torch
 
 from ase_humanoid import PROJECT_ROOT
-from ase_humanoid.app import build_agent, build_env, run
+from ase_humanoid.app import run
+from ase_humanoid.builders import build_agent, build_env
 from ase_humanoid.config import compose_config
 from ase_humanoid.utils.checkpoint import load_checkpoint, save_checkpoint
 

@@ -59,14 +59,14 @@ def gym_id(task_name: str) -> str:
 
 def register_gymnasium_envs() -> list[str]:
     """Register every task as `ase_humanoid/<task>-v0` for `gymnasium.make_vec` (a vector entry
-    point: `envs/gym_vector.py` `make_vector_env`); returns the ids. Cheap: nothing is built."""
+    point: `ase_humanoid/gym_entry.py` `make_vector_env`); returns the ids. Cheap: nothing is built."""
     import gymnasium
 
     ids = []
     for name in task_names():
         env_id = gym_id(name)
         if env_id not in gymnasium.registry:
-            gymnasium.register(id=env_id, vector_entry_point="ase_humanoid.envs.gym_vector:make_vector_env",
+            gymnasium.register(id=env_id, vector_entry_point="ase_humanoid.gym_entry:make_vector_env",
                                kwargs={"task": name})
         ids.append(env_id)
     return ids

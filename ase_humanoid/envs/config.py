@@ -178,3 +178,17 @@ def _check(ok: bool, key: str, message: str) -> None:
 def env_config_from_dict(cls: type[C], values: Mapping[str, Any] | None) -> C:
     """Build `cls` from a mapping; unknown keys and wrongly typed values raise ConfigError."""
     return config_from_mapping(cls, values, "env")
+
+
+def make_config(config_class, cfg, overrides: Mapping[str, Any]):
+    """A validated `config_class` from a config object or mapping plus keyword overrides."""
+    if cfg is None:
+        values = {}
+    elif isinstance(cfg, HumanoidEnvConfig):
+        values = cfg.to_dict()
+    elif isinstance(cfg, Mapping):
+        values = dict(cfg)
+    else:
+        raise ConfigError(f"env config must be a mapping or a {config_class.__name__}, got {type(cfg).__name__}")
+    values.update(overrides)
+    return env_config_from_dict(config_class, values)

@@ -23,16 +23,14 @@ The AMP extras pass through: `amp_observation_space`, `collect_reference_motions
 `fetch_amp_obs_demo(n)`, `num_amp_obs_steps`, `num_amp_obs_per_step`; any other attribute is
 the wrapped env's (`vec_env.env` is the env itself, which this project's `Runner` drives).
 
-`make_vector_env(task, num_envs, **options)` builds one exactly as `train.py task=<task>` builds
-its env (the same Hydra config, task defaults and profile); `import ase_humanoid` registers
-every task (`envs.register_gymnasium_envs`), so that
+`ase_humanoid.gym_entry.make_vector_env(task, num_envs, **options)` builds one exactly as
+`train.py task=<task>` builds its env; `import ase_humanoid` registers every task
+(`envs.register_gymnasium_envs`), so that
 `gymnasium.make_vec("ase_humanoid/<task>-v0", num_envs=N, **options)` calls it.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import re
 from typing import Any
 
 import gymnasium
@@ -42,16 +40,8 @@ from gymnasium.utils import seeding
 from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
-from ase_humanoid.envs import gym_id
 from ase_humanoid.envs import observations as obs_fn
 from ase_humanoid.errors import ConfigError
-
-# make_vector_env keywords that are top-level keys of the run config (cfg/config.yaml).
-RUN_CONFIG_KEYS = ("robot", "motion_file", "sim", "device", "num_threads", "seed", "profile",
-                   "llc_checkpoint")
-# ... and keywords that are agent keys but shape the env (the hierarchical env's LLC rate).
-AGENT_KEYS = {"llc_steps": "train.params.llc_steps"}
-
 
 # ---------------------------------------------------------------------------- episode statistics
 
@@ -172,71 +162,3 @@ class HumanoidVectorEnv(gymnasium.vector.VectorEnv):
 
     def __repr__(self) -> str:
         return f"HumanoidVectorEnv({type(self.env).__name__}, num_envs={self.num_envs}, device={self.device})"
-
-
-# ---------------------------------------------------------------------------- building by name
-
-def hydra_value(value: Any) -> str:
-    """`value` written as a Hydra command-line override value."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (int, float)):
-        return repr(value)
-    if isinstance(value, (list, tuple)):
-        return "[" + ",".join(hydra_value(v) for v in value) + "]"
-    text = str(value)
-    if re.fullmatch(r"[\w./:+\-~]+", text):
-        return text
-    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
-
-
-def _task_default_train(task: str) -> str | None:
-    from omegaconf import OmegaConf
-
-    from ase_humanoid import CFG_DIR
-
-    path = CFG_DIR / "task" / f"{task}.yaml"
-    return OmegaConf.load(path).get("default_train") if path.exists() else None
-
-
-def vector_env_overrides(task: str, num_envs: int, options: dict[str, Any]) -> list[str]:
-    """Run-config overrides (as for train.py) that build task `task` with `num_envs` envs and
-    keyword `options`: run-config keys (`RUN_CONFIG_KEYS`), `llc_steps`, and the task's env keys
-    (`task.env.*`). Unknown keywords raise `ConfigError` listing the valid ones."""
-    from ase_humanoid.envs import env_class
-
-    env_keys = {f.name for f in dataclasses.fields(env_class(task).config_class)} - set(RUN_CONFIG_KEYS) - {"num_envs"}
-    overrides = [f"task={task}", f"num_envs={int(num_envs)}"]
-    # A task whose default algorithm is hierarchical needs an LLC; without one it is the flat task.
-    if options.get("llc_checkpoint") is not None:
-        overrides.append("train=hrl")
-    elif _task_default_train(task) == "hrl":
-        overrides.append("train=amp_task")
-    for key, value in options.items():
-        if key in RUN_CONFIG_KEYS:
-            overrides.append(f"{key}={hydra_value(value)}")
-        elif key in AGENT_KEYS:
-            overrides.append(f"{AGENT_KEYS[key]}={hydra_value(value)}")
-        elif key in env_keys:
-            overrides.append(f"task.env.{key}={hydra_value(value)}")
-        else:
-            valid = sorted(set(RUN_CONFIG_KEYS) | set(AGENT_KEYS) | env_keys)
-            raise ConfigError(f"unknown keyword '{key}' for {gym_id(task)}; valid keywords: "
-                              f"num_envs, render_env_id, {', '.join(valid)}")
-    return overrides
-
-
-def make_vector_env(task: str, num_envs: int = 1, render_env_id: int = 0, **options) -> HumanoidVectorEnv:
-    """Task `task` with `num_envs` envs as train.py builds it, as a `HumanoidVectorEnv`.
-
-    Keyword options: run-config keys (robot, motion_file, sim, device, num_threads, seed, profile,
-    llc_checkpoint: an ASE checkpoint makes a task hierarchical, its actions 64-d latents),
-    `llc_steps`, and the task's env keys (state_init, max_episode_length, ...).
-    """
-    from ase_humanoid.app import build_env
-    from ase_humanoid.config import compose_config
-
-    cfg = compose_config(vector_env_overrides(task, num_envs, options))
-    return HumanoidVectorEnv(build_env(cfg), render_env_id=render_env_id)

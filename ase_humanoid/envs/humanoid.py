@@ -9,12 +9,12 @@ episode and the last one of the old episode is in `info["final_obs"]`.
 
 Resets (`state_init`): `Default` standing pose, `Start` / `Random` reference-state init from the
 MotionLib at t = 0 / a uniform time, `Hybrid` = Random with probability `hybrid_init_prob`,
-otherwise Default. After a reference-state init the AMP history holds the clip at t - k dt
-(k = 0 .. steps - 1); after any other reset it repeats the new state's frame. All resets of a
-step are planned first (`ResetPlan`: states, their body kinematics, policy observations and AMP
-histories) and written with one `set_robot_state` call. The resets of the `state_init` mixture
-are drawn `reset_pool_size` at a time ahead of use (`reset_pool.py`): the same distribution, a
-fraction of the cost per step.
+otherwise Default. After a reference-state init the AMP history (`amp_history.py`) holds the
+clip at t - k dt (k = 0 .. steps - 1); after any other reset it repeats the new state's frame.
+All resets of a step are planned first (`ResetPlan` in `reset_plan.py`: states, their body
+kinematics, policy observations and AMP histories) and written with one `set_robot_state` call.
+The resets of the `state_init` mixture are drawn `reset_pool_size` at a time ahead of use
+(`reset_pool.py`): the same distribution, a fraction of the cost per step.
 
 Extension points for task subclasses (see `ase_humanoid/envs/tasks/`):
   `prop_specs()`          extra free bodies (strike target, projectiles) -> `PropSpec` list
@@ -29,89 +29,30 @@ Extension points for task subclasses (see `ase_humanoid/envs/tasks/`):
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Mapping
-
 import gymnasium
 import numpy as np
 import torch
 
 from ase_humanoid.envs import observations as obs_fn
 from ase_humanoid.envs import terminations as term_fn
-from ase_humanoid.envs.config import HumanoidEnvConfig, env_config_from_dict
+from ase_humanoid.envs import amp_history as amp_ring
+from ase_humanoid.envs.config import HumanoidEnvConfig, make_config
+from ase_humanoid.envs.reset_plan import (
+    KINEMATICS_FIELDS,
+    STATE_FIELDS,
+    ResetPlan,
+    RobotStates,
+    merge_draws,
+    plan_from_draws,
+    standing_states,
+)
 from ase_humanoid.envs.reset_pool import DrawAhead
 from ase_humanoid.errors import ConfigError
 from ase_humanoid.robots.description import load_robot, load_robot_config, robot_names
 from ase_humanoid.robots.kinematics import ArticulationState, articulation_state, body_state_from_qpos
-from ase_humanoid.sim.base import PHYSICS_DT, PropSpec, make_backend
-from ase_humanoid.utils import rotations as rot
+from ase_humanoid.sim.base import PHYSICS_DT, PropSpec
+from ase_humanoid.sim.factory import make_backend
 from ase_humanoid.utils.render import Marker  # render-only shapes (kind, pos, size, rgba, mat)
-
-DEFAULT_ROOT_HEIGHT = 0.89
-"""Root height (m) of the `Default` standing pose: identity rotation, all DoFs at zero."""
-
-
-@dataclass
-class RobotStates:
-    """Humanoid states for a batch of n envs (world frame, xyzw), as `set_robot_state` takes them."""
-
-    root_pos: torch.Tensor  # [n, 3]
-    root_rot: torch.Tensor  # [n, 4]
-    root_lin_vel: torch.Tensor  # [n, 3]
-    root_ang_vel: torch.Tensor  # [n, 3]
-    dof_pos: torch.Tensor  # [n, D]
-    dof_vel: torch.Tensor  # [n, D]
-
-    def as_tuple(self) -> tuple:
-        return (self.root_pos, self.root_rot, self.root_lin_vel, self.root_ang_vel, self.dof_pos, self.dof_vel)
-
-
-@dataclass
-class ResetPlan:
-    """New humanoid states for envs being reset, with the AMP history each starts with.
-
-    Envs being reset but left out of the plan (ASE recovery episodes) keep their state and
-    their AMP history. `kinematics` (body states of `states`) and `policy_obs` (their humanoid
-    policy observation), computed where the states are made, often in batches ahead of time,
-    spare the simulator and the step recomputing them; None: they are computed when needed.
-    """
-
-    env_ids: torch.Tensor  # [n] long
-    states: RobotStates  # [n]
-    amp_history: torch.Tensor  # [n, steps, per_step], newest (the new state itself) first
-    kinematics: ArticulationState | None = None  # [n]
-    policy_obs: torch.Tensor | None = None  # [n, 15 B - 2]
-
-
-STATE_FIELDS = ("root_pos", "root_rot", "root_lin_vel", "root_ang_vel", "dof_pos", "dof_vel")
-KINEMATICS_FIELDS = ("body_pos", "body_rot", "body_lin_vel", "body_ang_vel", "joint_rot", "joint_vel")
-
-
-def merge_draws(count: int, parts: list[tuple[torch.Tensor, dict]]) -> dict:
-    """One batch of `count` draws from `parts`: (rows [k] long, draws with k rows each), the rows
-    of all parts together covering 0 .. count - 1 once. Every part has the same fields."""
-    merged = {}
-    for name, first in parts[0][1].items():
-        out = torch.empty((count, *first.shape[1:]), dtype=first.dtype, device=first.device)
-        for rows, draws in parts:
-            out.index_copy_(0, rows, draws[name])
-        merged[name] = out
-    return merged
-
-
-def make_config(config_class, cfg, overrides: Mapping[str, Any]):
-    """A validated `config_class` from a config object or mapping plus keyword overrides."""
-    if cfg is None:
-        values = {}
-    elif isinstance(cfg, HumanoidEnvConfig):
-        values = cfg.to_dict()
-    elif isinstance(cfg, Mapping):
-        values = dict(cfg)
-    else:
-        raise ConfigError(f"env config must be a mapping or a {config_class.__name__}, got {type(cfg).__name__}")
-    values.update(overrides)
-    return env_config_from_dict(config_class, values)
-
 
 class Humanoid:
     """Batched humanoid environment with AMP observations; reward 0 (see module docstring).
@@ -172,14 +113,10 @@ class Humanoid:
         self.episode_return = torch.zeros(n, dtype=torch.float32, device=dev)
         self.terminated_buf = torch.zeros(n, dtype=torch.bool, device=dev)
         self.nonfinite_buf = torch.zeros(n, dtype=torch.bool, device=dev)
-        # AMP frames as a ring over the step axis, newest frame at slot amp_newest and older
-        # ones after it (wrapping): each step writes one frame in place and the newest-first
-        # history is two contiguous slices (no shifting copy of the whole history).
+        # AMP frames as a ring over the step axis (see amp_history.py), newest at slot amp_newest.
         self.amp_frames = torch.zeros(n, self.num_amp_obs_steps, self.num_amp_obs_per_step, device=dev)
         self.amp_newest = 0
-        steps = self.num_amp_obs_steps
-        self._amp_slots = torch.tensor([[(newest + k) % steps for k in range(steps)] for newest in range(steps)],
-                                       dtype=torch.long, device=dev)  # [newest slot, age] -> slot
+        self._amp_slots = amp_ring.ring_slots(self.num_amp_obs_steps, dev)  # [newest slot, age] -> slot
         self.nonfinite_resets = 0  # cumulative count of envs reset for a non-finite state
         # Cumulative count of env steps whose action held a NaN/inf (replaced by 0, see step);
         # a tensor so that counting costs no device sync.
@@ -333,8 +270,7 @@ class Humanoid:
         self.terminated_buf = terminated
         self.nonfinite_buf = nonfinite
 
-        self.amp_newest = (self.amp_newest - 1) % self.num_amp_obs_steps
-        self.amp_frames[:, self.amp_newest] = amp_now
+        self.amp_newest = amp_ring.push_frame(self.amp_frames, self.amp_newest, amp_now)
         self.episode_return += reward
         info = {
             "amp_obs": obs_fn.flatten_amp_history(self.amp_history),  # a new tensor
@@ -370,11 +306,7 @@ class Humanoid:
     @property
     def amp_history(self) -> torch.Tensor:
         """The AMP observation history `[N, steps, per_step]`, newest first (a new tensor)."""
-        newest, frames = self.amp_newest, self.amp_frames
-        history = torch.empty_like(frames)  # two row-block copies: faster than torch.cat here
-        history[:, : frames.shape[1] - newest] = frames[:, newest:]
-        history[:, frames.shape[1] - newest:] = frames[:, :newest]
-        return history
+        return amp_ring.newest_first(self.amp_frames, self.amp_newest)
 
     def fetch_amp_obs_demo(self, num_samples: int) -> torch.Tensor:
         """Demo AMP observations `[n, steps * per_step]` from the MotionLib (newest first).
@@ -577,17 +509,11 @@ class Humanoid:
 
     def plan_from_draws(self, env_ids: torch.Tensor, draws: dict) -> ResetPlan:
         """The plan that resets `env_ids [n]` into `draws` (as `_draw_resets` makes them, n rows)."""
-        states = RobotStates(*(draws[name] for name in STATE_FIELDS))
-        kinematics = ArticulationState(*(draws[name] for name in KINEMATICS_FIELDS))
-        return ResetPlan(env_ids, states, draws["amp_history"], kinematics, draws["policy_obs"])
+        return plan_from_draws(env_ids, draws)
 
     def default_states(self, n: int) -> RobotStates:
         """Standing pose: root at DEFAULT_ROOT_HEIGHT, identity rotation, zero DoFs, at rest."""
-        root_pos = torch.zeros(n, 3, device=self.device)
-        root_pos[:, 2] = DEFAULT_ROOT_HEIGHT
-        zeros3 = torch.zeros(n, 3, device=self.device)
-        dofs = torch.zeros(n, self.robot.num_dofs, device=self.device)
-        return RobotStates(root_pos, rot.quat_identity(n, device=self.device), zeros3, zeros3, dofs, dofs)
+        return standing_states(n, self.robot.num_dofs, self.device)
 
     def _default_draws(self, count: int) -> dict:
         """`count` standing poses; the AMP history repeats the pose's (constant) frame."""
@@ -646,8 +572,8 @@ class Humanoid:
         self.episode_return[env_ids] = 0.0
         self.reset_task(env_ids)
         if len(plan.env_ids):
-            slots = self._amp_slots[self.amp_newest]
-            self.amp_frames[plan.env_ids.unsqueeze(1), slots.unsqueeze(0)] = plan.amp_history.to(self.amp_frames.dtype)
+            amp_ring.write_histories(self.amp_frames, self._amp_slots, self.amp_newest, plan.env_ids,
+                                     plan.amp_history)
 
     # ---- helpers ------------------------------------------------------------------------------
 

@@ -23,17 +23,17 @@ from __future__ import annotations
 import torch
 
 from ase_humanoid.envs.config import HumanoidASEConfig
-from ase_humanoid.envs.humanoid import (
+from ase_humanoid.envs.humanoid import Humanoid
+from ase_humanoid.envs.reset_plan import (
+    DEFAULT_ROOT_HEIGHT,
     KINEMATICS_FIELDS,
     STATE_FIELDS,
-    DEFAULT_ROOT_HEIGHT,
-    Humanoid,
     ResetPlan,
     RobotStates,
     merge_draws,
 )
 from ase_humanoid.envs.terminations import nonfinite_envs
-from ase_humanoid.sim.base import make_backend
+from ase_humanoid.sim.factory import make_backend
 from ase_humanoid.utils import rotations as rot
 
 FALL_ACTION_RANGE = 0.5

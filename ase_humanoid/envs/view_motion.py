@@ -13,7 +13,8 @@ from __future__ import annotations
 import torch
 
 from ase_humanoid.envs.config import HumanoidViewMotionConfig
-from ase_humanoid.envs.humanoid import Humanoid, ResetPlan
+from ase_humanoid.envs.humanoid import Humanoid
+from ase_humanoid.envs.reset_plan import ResetPlan
 
 
 class HumanoidViewMotion(Humanoid):

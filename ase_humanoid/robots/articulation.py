@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import torch
 
 from ase_humanoid.robots.description import RobotDescription
+from ase_humanoid.robots.tree import broadcast_lead, joint_rows_from_ids, tree_levels
 from ase_humanoid.utils import rotations as rot
 
 
@@ -95,8 +96,6 @@ def _constants(robot: RobotDescription, device: torch.device, dtype: torch.dtype
 
 
 def _build_constants(robot: RobotDescription, device, dtype) -> _Constants:
-    from ase_humanoid.robots.kinematics import _joint_rows_cached, tree_levels
-
     parents = [int(p) for p in robot.parent_indices.tolist()]
     levels = tree_levels(parents, device)
     order = levels.order.tolist()
@@ -122,8 +121,8 @@ def _build_constants(robot: RobotDescription, device, dtype) -> _Constants:
         level_order=levels.order,
         body_slots=levels.body_slots,
         parent_rows=to_dev(torch.tensor([slot[parents[b]] for b in order[1:]], dtype=torch.long)),
-        joint_rows=_joint_rows_cached(tuple(order), spherical, hinge, str(device)),
-        joint_group_rows=_joint_rows_cached(tuple(robot.dof_body_ids), spherical, hinge, str(device)),
+        joint_rows=joint_rows_from_ids(tuple(order), spherical, hinge, str(device)),
+        joint_group_rows=joint_rows_from_ids(tuple(robot.dof_body_ids), spherical, hinge, str(device)),
         ancestors=to_dev(ancestors),
         non_root_ancestors=to_dev(ancestors[:, 1:].contiguous()),
         offsets=to_dev(robot.local_translation.cpu()[order[1:]].T.unsqueeze(-1).contiguous(), dtype),
@@ -151,7 +150,7 @@ def articulation_state(
     """
     device, dtype = dof_pos.device, dof_pos.dtype
     c = _constants(robot, device, dtype)
-    lead = _broadcast_lead(root_pos, root_rot, root_lin_vel, root_ang_vel, dof_pos, dof_vel)
+    lead = broadcast_lead(root_pos, root_rot, root_lin_vel, root_ang_vel, dof_pos, dof_vel)
     n, num_bodies = math.prod(lead), robot.num_bodies
 
     # Every input as planes `[k, n]`: one concatenation and one transposing copy.
@@ -244,7 +243,7 @@ def _joint_rates_planes(c: _Constants, dof_pos: torch.Tensor, dof_vel: torch.Ten
 
 def joint_local_rotations(robot: RobotDescription, dof_pos: torch.Tensor) -> torch.Tensor:
     """Local rotations `[..., 1 + S + H, 4]` of [no joint (identity), spherical groups...,
-    hinges...] from hinge angles `[..., D]` (the rows `kinematics._joint_rows` indexes)."""
+    hinges...] from hinge angles `[..., D]` (the rows `tree.joint_rows` indexes)."""
     c = _constants(robot, dof_pos.device, dof_pos.dtype)
     rotations = _joint_local_rot_planes(c, _to_planes(dof_pos))
     return _from_planes(rotations, dof_pos.shape[:-1])
@@ -287,11 +286,3 @@ def body_state_from_qpos(
     body_lin_vel [..., B, 3], body_ang_vel [..., B, 3]: velocities in world frame at each body origin.
     """
     return articulation_state(robot, root_pos, root_rot, root_lin_vel, root_ang_vel, dof_pos, dof_vel).bodies()
-
-
-def _broadcast_lead(*tensors: torch.Tensor) -> torch.Size:
-    """Broadcast shape of the tensors' leading dims (all but the last); fast when they agree."""
-    lead = tensors[0].shape[:-1]
-    if all(t.shape[:-1] == lead for t in tensors[1:]):
-        return lead
-    return torch.broadcast_shapes(*(t.shape[:-1] for t in tensors))

@@ -27,9 +27,9 @@ import torch
 import yaml
 
 from ase_humanoid.errors import ModelError
+from ase_humanoid.paths import CFG_DIR, PROJECT_ROOT
 
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
-ROBOT_CFG_DIR = PROJECT_ROOT / "cfg" / "robot"
+ROBOT_CFG_DIR = CFG_DIR / "robot"
 
 DEFAULT_TERMINATION_HEIGHT = 0.15
 

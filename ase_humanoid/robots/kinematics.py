@@ -11,79 +11,24 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass
 
 import torch
 
 from ase_humanoid.robots.articulation import (  # noqa: F401  (re-exported: the one-pass kinematics)
     ArticulationState,
-    _broadcast_lead,
     articulation_state,
     body_state_from_qpos,
     joint_local_rotations,
     joint_rates,
 )
 from ase_humanoid.robots.description import RobotDescription
+from ase_humanoid.robots.tree import TreeLevels, broadcast_lead, joint_rows, tree_levels
 from ase_humanoid.utils import rotations as rot
 
 # Below this |cos(b)| (b within ~0.6 deg of +-90 deg, Euler gimbal lock) the Euler-rate inverse
 # divides by a clamped cos(b) instead: the result stays finite (rates at most ~100x the angular
 # speed) and is exact everywhere else.
 GIMBAL_COS_EPS = 1e-2
-
-
-@dataclass(frozen=True)
-class TreeLevels:
-    """A kinematic tree grouped by depth, so that all bodies of one depth are handled by one set
-    of tensor ops (5 levels instead of 14 single bodies for the AMP humanoid).
-
-    Internally the kinematics works "body-major" in *level order*: tensors `[B, n, k]` whose
-    rows are the bodies sorted by depth, so each level is a contiguous block of rows and
-    gathering the parents of a level is a cheap row copy (`index_select` on dim 0).
-
-    order        [B] body ids in level order (level 0 = the root alone)
-    level_rows   per level (start, stop) rows in level order
-    parent_rows  per level l >= 1: [L_l] row of each body's parent within level l - 1, or None
-                 when level l - 1 is a single body (the parent then broadcasts, no gather)
-    body_slots   [B] row of each body in level order (inverse of `order`)
-    """
-
-    order: torch.Tensor
-    level_rows: tuple
-    parent_rows: tuple
-    body_slots: torch.Tensor
-
-
-@functools.lru_cache(maxsize=64)
-def _tree_levels_cached(parents: tuple, device: str) -> TreeLevels:
-    depth = []
-    for b, p in enumerate(parents):
-        if b == 0:
-            if p != -1:
-                raise ValueError(f"parent_indices[0] must be -1 (the root), got {p}")
-        elif not 0 <= p < b:
-            raise ValueError(f"parent_indices[{b}] = {p}: parents must come before their children")
-        depth.append(0 if b == 0 else depth[p] + 1)
-    levels = [[b for b in range(len(parents)) if depth[b] == d] for d in range(max(depth) + 1)]
-    order = [b for level in levels for b in level]
-    row_in_level = {b: i for level in levels for i, b in enumerate(level)}
-    starts = [0]
-    for level in levels:
-        starts.append(starts[-1] + len(level))
-    long = functools.partial(torch.tensor, dtype=torch.long, device=device)
-    return TreeLevels(
-        order=long(order),
-        level_rows=tuple(zip(starts[:-1], starts[1:])),
-        parent_rows=tuple(None if len(above) == 1 else long([row_in_level[parents[b]] for b in level])
-                          for above, level in zip(levels[:-1], levels[1:])),
-        body_slots=long(order).argsort(),
-    )
-
-
-def tree_levels(parent_indices, device=None) -> TreeLevels:
-    """The depth levels of the tree `parent_indices [B]` (cached per tree and device)."""
-    parents = tuple(int(p) for p in torch.as_tensor(parent_indices).tolist())
-    return _tree_levels_cached(parents, str(torch.device("cpu" if device is None else device)))
 
 
 def _to_level_order(x: torch.Tensor, levels: TreeLevels) -> torch.Tensor:
@@ -140,7 +85,7 @@ def forward_kinematics(
     device, dtype = local_rot.device, local_rot.dtype
     levels = tree_levels(parent_indices, device)
     num_bodies = local_rot.shape[-2]
-    lead = _broadcast_lead(local_rot[..., 0, :], root_pos, root_rot)
+    lead = broadcast_lead(local_rot[..., 0, :], root_pos, root_rot)
     n = math.prod(lead)
     local_rot = _to_level_order(local_rot.expand(*lead, num_bodies, 4).reshape(n, num_bodies, 4), levels)
     offsets = local_translation.to(dtype=dtype, device=device).index_select(0, levels.order)
@@ -151,21 +96,8 @@ def forward_kinematics(
 
 def dof_pos_to_local_rot(robot: RobotDescription, dof_pos: torch.Tensor) -> torch.Tensor:
     """Hinge angles [..., D] -> local body rotations [..., B, 4] (identity for root and welded bodies)."""
-    rows = _joint_rows(robot, range(robot.num_bodies), dof_pos.device)
+    rows = joint_rows(robot, range(robot.num_bodies), dof_pos.device)
     return joint_local_rotations(robot, dof_pos).index_select(-2, rows)
-
-
-def _joint_rows(robot: RobotDescription, bodies, device) -> torch.Tensor:
-    """[len(bodies)] for each body, its row in [no joint (0), spherical groups..., hinges...]."""
-    return _joint_rows_cached(tuple(int(b) for b in bodies), tuple(robot.spherical_body_ids.tolist()),
-                              tuple(robot.hinge_body_ids.tolist()), str(device))
-
-
-@functools.lru_cache(maxsize=64)
-def _joint_rows_cached(bodies: tuple, spherical_bodies: tuple, hinge_bodies: tuple, device: str) -> torch.Tensor:
-    row = {b: 1 + i for i, b in enumerate(spherical_bodies)}
-    row.update({b: 1 + len(spherical_bodies) + i for i, b in enumerate(hinge_bodies)})
-    return torch.tensor([row.get(b, 0) for b in bodies], dtype=torch.long, device=device)
 
 
 def local_rot_to_dof_pos(robot: RobotDescription, local_rot: torch.Tensor) -> torch.Tensor:
@@ -241,7 +173,7 @@ def dof_vel_from_joint_vel(robot: RobotDescription, dof_pos: torch.Tensor, joint
 
 def local_angular_velocity(robot: RobotDescription, dof_pos: torch.Tensor, dof_vel: torch.Tensor) -> torch.Tensor:
     """Each body's angular velocity relative to its parent, in its own frame: [..., B, 3] (0 for root/welded)."""
-    rows = _joint_rows(robot, range(robot.num_bodies), dof_vel.device)
+    rows = joint_rows(robot, range(robot.num_bodies), dof_vel.device)
     return joint_rates(robot, dof_pos, dof_vel)[0].index_select(-2, rows)
 
 

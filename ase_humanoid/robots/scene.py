@@ -12,9 +12,10 @@ from pathlib import Path
 import mujoco
 
 from ase_humanoid.errors import ModelError
-from ase_humanoid.robots.description import PROJECT_ROOT, RobotDescription
+from ase_humanoid.paths import ASSETS_DIR
+from ase_humanoid.robots.description import RobotDescription
 
-SCENE_MJCF = PROJECT_ROOT / "assets" / "mjcf" / "scene.xml"
+SCENE_MJCF = ASSETS_DIR / "mjcf" / "scene.xml"
 SCENE_PREFIX = "scene/"
 FLOOR_GEOM = SCENE_PREFIX + "floor"
 

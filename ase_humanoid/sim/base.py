@@ -9,7 +9,6 @@ All state crosses this interface as torch tensors on the backend's `device`, lea
 from __future__ import annotations
 
 import abc
-import os
 from dataclasses import dataclass
 
 import numpy as np
@@ -194,46 +193,6 @@ class SimBackend(abc.ABC):
 
     def close(self) -> None:
         """Release native resources (thread pools); the backend is unusable afterwards."""
-
-
-BACKEND_NAMES = ("mujoco", "mujoco_warp", "isaacgym")
-
-
-def make_backend(
-    name: str,
-    robot,
-    num_envs: int,
-    props=(),
-    device="cpu",
-    num_threads: int | None = None,
-) -> SimBackend:
-    """Build a backend by name: `mujoco` (native MuJoCo on CPU threads), `mujoco_warp` (GPU) or
-    `isaacgym` (only where Isaac Gym Preview is installed).
-
-    `num_threads` (CPU backend only) defaults to `os.cpu_count()`.
-    """
-    if name == "mujoco":
-        from ase_humanoid.sim.mujoco_cpu import MujocoCpuBackend
-
-        return MujocoCpuBackend(
-            robot, num_envs, props=props, device=device, num_threads=num_threads or os.cpu_count()
-        )
-    if name == "mujoco_warp":
-        try:
-            from ase_humanoid.sim.mujoco_warp import MujocoWarpBackend
-        except ImportError as exc:
-            raise ConfigError(
-                f"sim backend 'mujoco_warp' is not available ({exc}); install the 'gpu' extra "
-                "(mujoco-warp, warp-lang) or use sim=mujoco"
-            ) from exc
-        return MujocoWarpBackend(robot, num_envs, props=props, device=device)
-    if name == "isaacgym":
-        try:
-            from ase_humanoid.sim.isaacgym import IsaacGymBackend
-        except ImportError as exc:
-            raise ConfigError(f"sim backend 'isaacgym' is not available: {exc}") from exc
-        return IsaacGymBackend(robot, num_envs, props=props, device=device)
-    raise ConfigError(f"unknown sim backend {name!r}; valid choices: {list(BACKEND_NAMES)}")
 
 
 # ---- helpers shared by backends: argument checking at the interface boundary -----------------
