@@ -87,12 +87,15 @@ def main(argv=None) -> int:
     from ase_humanoid.app import describe_profile
     from ase_humanoid.builders import build_agent, build_env
     from ase_humanoid.config import compose_config
+    from ase_humanoid.run_dir import check_writable, existing_run_files
     from ase_humanoid.runner import Runner
     from ase_humanoid.utils.logger import TrainingLogger
 
     out = Path(args.out)
     run_dir = out / "run"
-    run_dir.mkdir(parents=True, exist_ok=True)
+    if existing_run_files(run_dir):  # the curve and metrics.jsonl must come from this run alone
+        parser.error(f"{run_dir} already holds a run: give a new --out or delete it")
+    check_writable(run_dir)
     overrides = ["task=HumanoidAMP", "motion_file=motions/amp_humanoid/amp_humanoid_walk.npy",
                  f"sim={args.sim}", f"device={args.device}", f"seed={args.seed}", "max_epochs=1000000",
                  *args.overrides]
