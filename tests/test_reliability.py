@@ -408,29 +408,39 @@ def test_play_motion_unwritable_video_path_is_a_clear_error(tmp_path, capsys):
     assert "does not exist" in capsys.readouterr().err
 
 
-@pytest.fixture
-def tiny_file_size_limit():
-    """Writes beyond 1 KB fail with EFBIG, as on a full disk (SIGXFSZ ignored: an error, not a kill)."""
-    import resource
-    import signal
+# Runs in a child process: a file-size limit in pytest's own process would also fail pytest's
+# writes to a redirected stdout (CI logs) while the test runs.
+FULL_DISK_SCRIPT = """
+import resource, signal, sys
+from pathlib import Path
+from ase_humanoid.errors import ConfigError
+from ase_humanoid.run_dir import check_writable, write_text_atomic
 
-    old_limit = resource.getrlimit(resource.RLIMIT_FSIZE)
-    old_handler = signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
-    resource.setrlimit(resource.RLIMIT_FSIZE, (1024, old_limit[1]))
-    yield
-    resource.setrlimit(resource.RLIMIT_FSIZE, old_limit)
-    signal.signal(signal.SIGXFSZ, old_handler)
+tmp = Path(sys.argv[1])
+config = tmp / "config.yaml"
+config.write_text("seed: 1\\n")
+# Writes beyond 1 KB fail with EFBIG, as on a full disk (SIGXFSZ ignored: an error, not a kill).
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+resource.setrlimit(resource.RLIMIT_FSIZE, (1024, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
+try:
+    write_text_atomic(config, "x" * 100_000)
+    sys.exit("write_text_atomic did not fail")
+except OSError:
+    pass
+assert config.read_text() == "seed: 1\\n", config.read_text()
+assert [p.name for p in tmp.iterdir()] == ["config.yaml"], list(tmp.iterdir())  # no temp file left
+try:
+    check_writable(tmp / "run")
+    sys.exit("check_writable did not fail")
+except ConfigError as exc:
+    assert "is not writable: File too large" in str(exc), str(exc)
+"""
 
 
-def test_full_disk_keeps_the_old_config_and_fails_the_write_check(tmp_path, tiny_file_size_limit):
-    from ase_humanoid.errors import ConfigError
-    from ase_humanoid.run_dir import check_writable, write_text_atomic
+def test_full_disk_keeps_the_old_config_and_fails_the_write_check(tmp_path):
+    import subprocess
+    import sys
 
-    config = tmp_path / "config.yaml"
-    config.write_text("seed: 1\n")
-    with pytest.raises(OSError):
-        write_text_atomic(config, "x" * 100_000)
-    assert config.read_text() == "seed: 1\n"
-    assert [p.name for p in tmp_path.iterdir()] == ["config.yaml"]  # no temp file left
-    with pytest.raises(ConfigError, match="run_dir .* is not writable: File too large"):
-        check_writable(tmp_path / "run")
+    result = subprocess.run([sys.executable, "-c", FULL_DISK_SCRIPT, str(tmp_path)], capture_output=True,
+                            text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-2000:] + result.stdout[-500:]
