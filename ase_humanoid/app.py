@@ -11,7 +11,7 @@ import torch
 from omegaconf import DictConfig, ListConfig, OmegaConf
 
 from ase_humanoid.builders import build_agent, build_env, resolve_path
-from ase_humanoid.config import compose_config
+from ase_humanoid.config import compose_config, saved_value
 from ase_humanoid.errors import CheckpointError, ConfigError
 from ase_humanoid.utils import distributed as dist_utils
 from ase_humanoid.utils.checkpoint import POLICY_ENTRIES, RESUME_ENTRIES, load_checkpoint, require_entries
@@ -70,19 +70,10 @@ RUN_DEFINING_KEYS = ("task.name", "train.algo", "robot.name", "sim.name", "num_e
                      "train.params.horizon_length", "task.env.num_amp_obs_steps")
 
 
-def _dotted(config: dict, key: str):
-    node = config
-    for part in key.split("."):
-        if not isinstance(node, dict) or part not in node:
-            return None
-        node = node[part]
-    return node
-
-
 def check_resume_config(saved: dict, current: dict, path: Path) -> None:
     """ConfigError naming each run-defining key whose value differs from the resumed run's."""
-    diffs = [f"{key}={_dotted(current, key)!r} (the run has {_dotted(saved, key)!r})"
-             for key in RUN_DEFINING_KEYS if _dotted(saved, key) != _dotted(current, key)]
+    diffs = [f"{key}={saved_value(current, key)!r} (the run has {saved_value(saved, key)!r})"
+             for key in RUN_DEFINING_KEYS if saved_value(saved, key) != saved_value(current, key)]
     if diffs:
         raise ConfigError(f"resume=true from '{path}': {'; '.join(diffs)}. A resumed run keeps the settings "
                           "it was started with: pass the run's values (see its config.yaml) or start a new run_dir")

@@ -12,6 +12,7 @@ from typing import Any
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from ase_humanoid.paths import PROJECT_ROOT
+from ase_humanoid.config import saved_value
 from ase_humanoid.errors import ConfigError
 from ase_humanoid.utils.checkpoint import load_checkpoint
 
@@ -86,8 +87,7 @@ def saved_amp_obs_steps(path: str | None) -> int | None:
     """`task.env.num_amp_obs_steps` of the run that wrote checkpoint `path` (None if unknown)."""
     if path is None or not Path(path).exists():
         return None  # load_llc / load_checkpoint report the missing file
-    saved = load_checkpoint(path).get("config") or {}
-    steps = ((saved.get("task") or {}).get("env") or {}).get("num_amp_obs_steps")
+    steps = saved_value(load_checkpoint(path).get("config"), "task.env.num_amp_obs_steps")
     return int(steps) if steps is not None else None
 
 

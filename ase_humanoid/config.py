@@ -20,6 +20,17 @@ CONFIG_GROUPS = ("task", "train", "robot", "sim")
 PROFILES = ("auto", "paper", "cpu")
 
 
+def saved_value(config: dict | None, key: str):
+    """`key` ("task.env.num_amp_obs_steps") of a run config as a checkpoint stores it (plain
+    dicts); None where any part is missing."""
+    node = config
+    for part in key.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return None
+        node = node[part]
+    return node
+
+
 def group_choices(group: str, cfg_dir: Path = CFG_DIR) -> list[str]:
     return sorted(p.stem for p in (cfg_dir / group).glob("*.yaml"))
 

@@ -18,6 +18,7 @@ import torch
 from omegaconf import DictConfig, OmegaConf, open_dict
 
 from ase_humanoid.envs.motion_quality import MotionQualityProbe
+from ase_humanoid.config import saved_value
 from ase_humanoid.errors import ConfigError
 from ase_humanoid.runner import EpisodeTracker
 from ase_humanoid.utils.checkpoint import POLICY_ENTRIES, load_checkpoint, require_entries
@@ -36,7 +37,7 @@ def load_policy(cfg: DictConfig):
     require_entries(state, cfg.checkpoint, POLICY_ENTRIES, "to evaluate its policy")
     saved = state.get("config") or {}
     warn_task_mismatch(saved, cfg)
-    saved_steps = ((saved.get("task") or {}).get("env") or {}).get("num_amp_obs_steps")
+    saved_steps = saved_value(saved, "task.env.num_amp_obs_steps")
     if saved_steps is not None and "num_amp_obs_steps" in cfg.task.get("env", {}):
         # The discriminator saw this history length (the CPU profile's 2 or the release's 10).
         with open_dict(cfg):
@@ -70,9 +71,9 @@ def check_video_path(video: str | None) -> None:
 
 def warn_task_mismatch(saved: dict, cfg: DictConfig) -> None:
     """A policy trained on another task runs (same humanoid), but rarely on purpose: say so."""
-    saved_task = (saved.get("task") or {}).get("name")
+    saved_task = saved_value(saved, "task.name")
     if saved_task is not None and saved_task != cfg.task.name:
-        algo = (saved.get("train") or {}).get("algo")
+        algo = saved_value(saved, "train.algo")
         print(f"warning: checkpoint {cfg.checkpoint} was trained on task={saved_task} (algo {algo}); "
               f"evaluating it on task={cfg.task.name}", file=sys.stderr, flush=True)
 
