@@ -14,7 +14,6 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from ase_humanoid.paths import PROJECT_ROOT
 from ase_humanoid.config import saved_value
 from ase_humanoid.errors import ConfigError
-from ase_humanoid.utils.checkpoint import load_checkpoint
 
 ALGOS = ("ppo", "amp", "ase", "hrl")
 
@@ -51,18 +50,21 @@ def build_env(cfg: DictConfig, rank: int = 0):
     for key in ("key_bodies", "contact_bodies"):
         if key in env_options and env_options[key] is None:
             env_options[key] = list(cfg.robot[key])
-    llc_path = None
+    llc_path = llc_state = None
     if cfg.train.algo == "hrl":
+        from ase_humanoid.agents.hrl import read_llc_checkpoint
+
         # An HRL checkpoint carries its LLC: test / resume runs need no llc_checkpoint.
         resumed = str(Path(cfg.run_dir) / "latest.pt") if cfg.resume and cfg.run_dir else None
         llc_path = resolve_path(cfg.llc_checkpoint or cfg.checkpoint or resumed)
+        llc_state = read_llc_checkpoint(llc_path, str(cfg.device))  # read once: steps here, LLC below
         # The LLC's discriminator rates the task env's AMP observations: same history length.
         # Written back into cfg so config.yaml and this run's checkpoints record the value used.
-        steps = saved_amp_obs_steps(llc_path)
+        steps = saved_value(llc_state.get("config"), "task.env.num_amp_obs_steps")
         if steps is not None and "num_amp_obs_steps" in env_options:
-            env_options["num_amp_obs_steps"] = steps
+            env_options["num_amp_obs_steps"] = int(steps)
             with open_dict(cfg):
-                cfg.task.env.num_amp_obs_steps = steps
+                cfg.task.env.num_amp_obs_steps = int(steps)
     env = make_env(
         cfg.task.name,
         num_envs=int(cfg.num_envs),
@@ -77,18 +79,11 @@ def build_env(cfg: DictConfig, rank: int = 0):
     )
     if cfg.train.algo == "hrl":
         # One high-level step drives the frozen ASE controller for llc_steps control steps.
-        from ase_humanoid.agents.hrl import load_llc, make_hrl_env
+        from ase_humanoid.agents.hrl import llc_from_checkpoint, make_hrl_env
 
-        env = make_hrl_env(env, load_llc(llc_path, env.device), int(cfg.train.params.llc_steps))
+        llc = llc_from_checkpoint(llc_state, llc_path, env.device)
+        env = make_hrl_env(env, llc, int(cfg.train.params.llc_steps))
     return env
-
-
-def saved_amp_obs_steps(path: str | None) -> int | None:
-    """`task.env.num_amp_obs_steps` of the run that wrote checkpoint `path` (None if unknown)."""
-    if path is None or not Path(path).exists():
-        return None  # load_llc / load_checkpoint report the missing file
-    steps = saved_value(load_checkpoint(path).get("config"), "task.env.num_amp_obs_steps")
-    return int(steps) if steps is not None else None
 
 
 def _task_extra_env_options(cfg: DictConfig) -> dict[str, Any]:

@@ -140,10 +140,19 @@ def _robot_name(run_config: dict[str, Any] | None) -> str | None:
 def load_llc(path: str | Path | None, device: str | torch.device = "cpu") -> LowLevelController:
     """The LLC from an ASE run checkpoint (`{"agent": ASEAgent state, "config": run config}`) or
     from an HRL run checkpoint (which embeds its LLC)."""
+    return llc_from_checkpoint(read_llc_checkpoint(path, device), path, device)
+
+
+def read_llc_checkpoint(path: str | Path | None, device: str | torch.device = "cpu") -> dict[str, Any]:
+    """The checkpoint `load_llc` reads, for callers that also need its run config."""
     if path is None:
         raise ConfigError("hierarchical tasks need llc_checkpoint=<ASE checkpoint> (a HumanoidASE run's "
                           "latest.pt or run folder), or checkpoint=<HRL checkpoint> to evaluate")
-    state = load_checkpoint(path, map_location=device)
+    return load_checkpoint(path, map_location=device)
+
+
+def llc_from_checkpoint(state: dict[str, Any], path: str | Path, device: str | torch.device = "cpu") -> LowLevelController:
+    """The LLC in a checkpoint already read from `path` (see `load_llc`)."""
     agent_state = state.get("agent")
     if not isinstance(agent_state, dict):
         raise CheckpointError(f"checkpoint '{path}' has no 'agent' entry; is it a run checkpoint?")
