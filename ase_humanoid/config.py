@@ -170,16 +170,20 @@ def check_device(device: str) -> None:
         raise ConfigError(f"config key 'device': '{device}' but there are {count} CUDA GPU(s): cuda:0..cuda:{count - 1}")
 
 
+def _require_int(cfg: DictConfig, key: str, minimum: int, zero_means: str = "") -> None:
+    value = cfg[key]
+    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+        meaning = f" (0: {zero_means})" if zero_means else ""
+        raise ConfigError(f"config key '{key}' must be an integer >= {minimum}{meaning}, got {value!r}")
+
+
 def check_run_keys(cfg: DictConfig) -> None:
     """Cadences and counts that must be positive (0 or less would be silently ignored)."""
     for key in ("checkpoint_every", "test_episodes"):
-        value = cfg[key]
-        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            raise ConfigError(f"config key '{key}' must be an integer >= 1, got {value!r}")
-    save_every = cfg.save_every
-    if not isinstance(save_every, int) or isinstance(save_every, bool) or save_every < 0:
-        raise ConfigError(f"config key 'save_every' must be an integer >= 0 (0: no numbered snapshots), "
-                          f"got {save_every!r}")
+        _require_int(cfg, key, 1)
+    _require_int(cfg, "save_every", 0, "no numbered snapshots")
+    _require_int(cfg, "quality_every", 0, "no motion-quality measurement")
+    _require_int(cfg, "quality_envs", 0)
     seconds = cfg.video_seconds
     if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not 0 < seconds < float("inf"):
         raise ConfigError(f"config key 'video_seconds' must be a positive number, got {seconds!r}")
@@ -216,7 +220,3 @@ def resolve_auto(cfg: DictConfig) -> None:
             raise ConfigError(f"config key '{key}' must be an integer, got {value!r}")
         if key != "seed" and value <= 0:
             raise ConfigError(f"config key '{key}' must be positive, got {value}")
-    for key in ("quality_every", "quality_envs"):
-        value = cfg[key]
-        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-            raise ConfigError(f"config key '{key}' must be an integer >= 0, got {value!r}")

@@ -109,7 +109,7 @@ class AMPAgent(PPOAgent):
             self.demo_buffer.store(self._checked_demo(self.fetch_amp_obs_demo(n), n))
             return
         motion_ids, start_times = self.demo_keys.sample_amp_obs_demo_keys(n)
-        demo = self._checked_demo(self.demo_keys.amp_obs_demo_from_keys(motion_ids, start_times), n)
+        demo = self.demo_buffer.samples_from_keys(motion_ids, start_times)  # as a load recomputes them
         self.demo_buffer.store_with_keys(demo, motion_ids, start_times)
 
     def _checked_demo(self, demo: torch.Tensor, n: int) -> torch.Tensor:
