@@ -144,7 +144,7 @@ def train(cfg: DictConfig, rank: int = 0, world_size: int = 1) -> Path:
                     quality_every=int(cfg.quality_every), quality_envs=int(cfg.quality_envs))
     purge_step = None
     if resumed_state is not None:
-        runner.load_state_dict(resumed_state)
+        runner.load_state_dict(resumed_state, checkpoint_path=resume_from)
         del resumed_state
         print(f"resumed from {resume_from} at epoch {runner.epoch}", flush=True)
         if is_main:

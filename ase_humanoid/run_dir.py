@@ -14,7 +14,7 @@ from ase_humanoid.errors import ConfigError
 from ase_humanoid.utils.atomic_file import write_atomic
 
 # Files whose presence means "a run lives here".
-RUN_FILES = ("latest.pt", "metrics.jsonl", "config.yaml")
+RUN_FILES = ("latest.pt", "metrics.jsonl", "config.yaml", "replay")  # replay/: the AMP replay journal
 
 
 def existing_run_files(run_dir: Path) -> list[str]:
@@ -53,7 +53,8 @@ def write_text_atomic(path: Path, text: str) -> None:
 
 def remove_stale_temp_files(run_dir: Path) -> list[Path]:
     """Delete `.<name>.*.tmp` files left by a kill during an atomic write; returns them."""
-    stale = [p for p in run_dir.glob(".*.tmp") if p.is_file() and not p.name.startswith(".write_check.")]
+    stale = [p for p in [*run_dir.glob(".*.tmp"), *run_dir.glob("replay/.*.tmp")]
+             if p.is_file() and not p.name.startswith(".write_check.")]
     for path in stale:
         path.unlink(missing_ok=True)
     return stale

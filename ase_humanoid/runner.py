@@ -4,7 +4,9 @@ One epoch = `horizon_length` control steps in every env, then one agent update. 
 `latest.pt` is written atomically; every `save_every` epochs also `epoch_<n>.pt`. A checkpoint
 holds the agent (networks, optimisers, normalisers, buffers, latents), the env's state (physics
 state of every world, episode counters, AMP history) and every RNG, so `resume=true` continues
-exactly where the run stopped.
+exactly where the run stopped. The AMP replay buffer is the exception to "one file": with
+`amp_replay_journal` (default) it lives in `run_dir/replay/` as an append-only journal that
+latest.pt refers to (agents/replay_journal.py), so a checkpoint writes only the new rows.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from ase_humanoid.agents.replay_journal import BufferJournal, restore_buffer
 from ase_humanoid.envs.checkpointing import env_state_dict, load_env_state_dict
 from ase_humanoid.envs.motion_quality import MotionQualityProbe
 from ase_humanoid.utils.checkpoint import RESUME_ENTRIES, load_checkpoint, require_entries, save_checkpoint
@@ -41,6 +44,18 @@ def set_rng_state(state: dict[str, Any]) -> None:
     torch.set_rng_state(state["torch"].cpu())
     if state.get("cuda") is not None and torch.cuda.is_available():
         torch.cuda.set_rng_state_all(state["cuda"])
+
+
+REPLAY_FOLDER = "replay"  # the AMP replay journal's folder inside a run folder
+
+
+def split_journal_ref(agent_state: dict[str, Any]) -> tuple[dict[str, Any], dict | None]:
+    """(agent state without its replay-journal reference, the reference or None)."""
+    replay = agent_state.get("replay_buffer")
+    if not isinstance(replay, dict) or "journal" not in replay:
+        return agent_state, None
+    rest = {key: value for key, value in replay.items() if key != "journal"}
+    return {**agent_state, "replay_buffer": rest}, replay["journal"]
 
 
 def fault_counters(env) -> dict[str, float]:
@@ -113,6 +128,8 @@ class Runner:
         self.quality_every = quality_every
         self.quality = (MotionQualityProbe(env, quality_envs)
                         if quality_every > 0 and MotionQualityProbe.available(env) else None)
+        if is_main and getattr(agent.config, "amp_replay_journal", False) and hasattr(agent, "replay_journal"):
+            agent.replay_journal = BufferJournal(self.run_dir / REPLAY_FOLDER)
 
     # ------------------------------------------------------------------ checkpoints
     def state_dict(self, include_buffers: bool | None = None) -> dict[str, Any]:
@@ -127,28 +144,50 @@ class Runner:
             "rng": rng_state(),
         }
 
-    def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.agent.load_state_dict(state["agent"])
+    def load_state_dict(self, state: dict[str, Any], checkpoint_path: str | Path | None = None) -> None:
+        """Restore a run checkpoint read from `checkpoint_path` (default run_dir/latest.pt): its
+        replay journal lies in that file's folder."""
+        agent_state, journal_ref = split_journal_ref(state["agent"])
+        self.agent.load_state_dict(agent_state)
+        if journal_ref is not None:
+            self._restore_replay(journal_ref, Path(checkpoint_path or self.run_dir / "latest.pt"))
         load_env_state_dict(self.env, state["env"])
         self.obs = state["obs"].to(self.env.device) if state.get("obs") is not None else None
         self.epoch, self.global_step = state["epoch"], state["global_step"]
         set_rng_state(state["rng"])
 
+    def _restore_replay(self, journal_ref: dict, checkpoint_path: Path) -> None:
+        """Fill the replay buffer from the journal beside `checkpoint_path`; with
+        checkpoint_amp_buffers=false a missing journal leaves it empty (inexact, as asked)."""
+        folder = checkpoint_path.parent / REPLAY_FOLDER
+        if not self.agent.config.checkpoint_amp_buffers and not (folder / str(journal_ref.get("file"))).is_file():
+            print(f"note: no replay journal in {folder}; the AMP replay buffer starts empty "
+                  "(checkpoint_amp_buffers=false)", flush=True)
+            return
+        restore_buffer(self.agent.replay_buffer, folder, journal_ref, checkpoint=checkpoint_path)
+        journal = getattr(self.agent, "replay_journal", None)
+        if journal is not None and journal.folder.resolve() == folder.resolve():
+            journal.adopt(journal_ref)
+
     def save(self, force: bool = False) -> None:
-        """`latest.pt` (everything, for exact resume) every `checkpoint_every` epochs; a numbered
-        snapshot without the large AMP sample buffers every `save_every` epochs."""
+        """`latest.pt` (everything for exact resume; the replay journal synced first) every
+        `checkpoint_every` epochs; a numbered snapshot without the large AMP sample buffers
+        every `save_every` epochs."""
         if not self.is_main:
             return
         if force or self.epoch % self.checkpoint_every == 0:
             save_checkpoint(self.state_dict(), self.run_dir / "latest.pt")
             self._latest_epoch = self.epoch
+            if getattr(self.agent, "replay_journal", None) is not None:
+                self.agent.replay_journal.commit()  # latest.pt now refers to the current journal file
         if self.save_every > 0 and self.epoch % self.save_every == 0:
             save_checkpoint(self.state_dict(include_buffers=False), self.run_dir / f"epoch_{self.epoch:06d}.pt")
 
     def resume(self, path: str | Path) -> None:
+        path = Path(path) / "latest.pt" if Path(path).is_dir() else Path(path)
         state = load_checkpoint(path, map_location=self.env.device)
         require_entries(state, path, RESUME_ENTRIES, "to resume")
-        self.load_state_dict(state)
+        self.load_state_dict(state, checkpoint_path=path)
 
     # ------------------------------------------------------------------ training
     def collect_rollout(self) -> dict[str, float]:

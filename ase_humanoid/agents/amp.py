@@ -14,6 +14,7 @@ from ase_humanoid.agents.config import AMPConfig
 from ase_humanoid.agents.networks import Discriminator, sum_of_squares
 from ase_humanoid.agents.normalizer import RunningMeanStd
 from ase_humanoid.agents.ppo import PPOAgent
+from ase_humanoid.agents.replay_journal import BufferJournal
 from ase_humanoid.errors import CheckpointError, ConfigError
 
 DemoFetcher = Callable[[int], torch.Tensor]
@@ -87,6 +88,9 @@ class AMPAgent(PPOAgent):
                                                  demo_keys.amp_obs_demo_from_keys(ids, times), ids.shape[0]))
         self.replay_buffer = ReplayBuffer(cfg.amp_replay_buffer_size, amp_obs_dim,
                                           cfg.amp_replay_keep_prob, self.device)
+        # Set by the Runner that writes this agent's checkpoints (amp_replay_journal): the replay
+        # samples then go to that journal, and state_dict stores a reference to them.
+        self.replay_journal: BufferJournal | None = None
         for _ in range(math.ceil(cfg.amp_obs_demo_buffer_size / cfg.amp_batch_size)):
             self._refill_demo(cfg.amp_batch_size)
 
@@ -215,9 +219,13 @@ class AMPAgent(PPOAgent):
     def state_dict(self, include_buffers: bool | None = None) -> dict[str, Any]:
         state = super().state_dict()
         include = self.config.checkpoint_amp_buffers if include_buffers is None else include_buffers
+        if include and self.replay_journal is not None:
+            replay = {**self.replay_buffer.state_dict(include_samples=False),
+                      "journal": self.replay_journal.sync(self.replay_buffer)}
+        else:
+            replay = self.replay_buffer.state_dict(include)
         state.update({"amp_obs_dim": self.amp_obs_dim, "amp_norm": self.amp_norm.state_dict(),
-                      "demo_buffer": self.demo_buffer.state_dict(include),
-                      "replay_buffer": self.replay_buffer.state_dict(include)})
+                      "demo_buffer": self.demo_buffer.state_dict(include), "replay_buffer": replay})
         return state
 
     def load_policy_state_dict(self, state: dict[str, Any]) -> None:

@@ -95,6 +95,9 @@ class SampleBuffer:
         return state
 
     def load_state_dict(self, state: dict) -> None:
+        if "journal" in state:  # the samples live in a journal file only the runner can locate
+            raise ValueError("this buffer state refers to a replay journal (run_dir/replay/); load the "
+                             "checkpoint through Runner.load_state_dict / train.py resume=true")
         if state["capacity"] != self.capacity or state["dim"] != self.samples.shape[1]:
             raise ValueError(f"buffer of capacity {state['capacity']} x {state['dim']} does not fit "
                              f"{self.capacity} x {self.samples.shape[1]}")

@@ -99,8 +99,11 @@ class AMPConfig(PPOConfig):
     enable_eps_greedy: bool = False
     task_reward_w: float = 0.0
     disc_reward_w: float = 1.0
-    # store the demo and replay buffers' contents in checkpoints (exact resume; large files)
+    # store the demo buffer (as keys) and the replay buffer in checkpoints (exact resume)
     checkpoint_amp_buffers: bool = True
+    # keep the replay buffer in run_dir/replay/ as an append-only journal (each checkpoint writes
+    # only the rows stored since the last one) instead of inside latest.pt; see replay_journal.py
+    amp_replay_journal: bool = True
 
     def validate(self) -> None:
         super().validate()
