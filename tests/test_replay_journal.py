@@ -24,6 +24,11 @@ def offer(buffer: ReplayBuffer, gen: torch.Generator, n: int = 64) -> None:
     buffer.insert(torch.randn(n, DIM, generator=gen), gen)
 
 
+def fresh(folder, seed: int) -> tuple[torch.Generator, ReplayBuffer, BufferJournal]:
+    """(a seeded generator, an empty buffer, a journal writing to `folder`)."""
+    return torch.Generator().manual_seed(seed), ReplayBuffer(CAPACITY, DIM, 0.25, "cpu"), BufferJournal(folder)
+
+
 def restored(folder, ref) -> ReplayBuffer:
     buffer = ReplayBuffer(CAPACITY, DIM, 0.25, "cpu")
     restore_buffer(buffer, folder, ref)
@@ -36,8 +41,7 @@ def assert_same(a: ReplayBuffer, b: ReplayBuffer) -> None:
 
 
 def test_every_checkpoint_restores_the_buffer_bit_for_bit(tmp_path):
-    gen = torch.Generator().manual_seed(0)
-    buffer, journal = ReplayBuffer(CAPACITY, DIM, 0.25, "cpu"), BufferJournal(tmp_path)
+    gen, buffer, journal = fresh(tmp_path, seed=0)
     files = set()
     for _ in range(80):  # fills, wraps around the ring many times, starts new generations
         offer(buffer, gen)
@@ -53,16 +57,14 @@ def test_every_checkpoint_restores_the_buffer_bit_for_bit(tmp_path):
 
 
 def test_nothing_new_writes_nothing(tmp_path):
-    gen = torch.Generator().manual_seed(1)
-    buffer, journal = ReplayBuffer(CAPACITY, DIM, 0.25, "cpu"), BufferJournal(tmp_path)
+    gen, buffer, journal = fresh(tmp_path, seed=1)
     offer(buffer, gen)
     first = journal.sync(buffer)
     assert journal.sync(buffer) == first
 
 
 def test_records_after_the_checkpoint_are_ignored_then_cut_off(tmp_path):
-    gen = torch.Generator().manual_seed(2)
-    buffer, journal = ReplayBuffer(CAPACITY, DIM, 0.25, "cpu"), BufferJournal(tmp_path)
+    gen, buffer, journal = fresh(tmp_path, seed=2)
     for _ in range(6):
         offer(buffer, gen)
     checkpoint_ref = journal.sync(buffer)
@@ -84,8 +86,7 @@ def test_records_after_the_checkpoint_are_ignored_then_cut_off(tmp_path):
 
 
 def test_kill_while_starting_a_new_generation_keeps_the_old_one(tmp_path):
-    gen = torch.Generator().manual_seed(3)
-    buffer, journal = ReplayBuffer(CAPACITY, DIM, 0.25, "cpu"), BufferJournal(tmp_path)
+    gen, buffer, journal = fresh(tmp_path, seed=3)
     offer(buffer, gen)
     checkpoint_ref = journal.sync(buffer)
     journal.commit()
@@ -104,8 +105,7 @@ def test_kill_while_starting_a_new_generation_keeps_the_old_one(tmp_path):
 
 @pytest.fixture
 def journal_ref(tmp_path):
-    gen = torch.Generator().manual_seed(4)
-    buffer, journal = ReplayBuffer(CAPACITY, DIM, 0.25, "cpu"), BufferJournal(tmp_path)
+    gen, buffer, journal = fresh(tmp_path, seed=4)
     for _ in range(3):
         offer(buffer, gen)
         ref = journal.sync(buffer)
