@@ -85,6 +85,21 @@ def test_records_after_the_checkpoint_are_ignored_then_cut_off(tmp_path):
     assert_same(restored(tmp_path, ref), resumed)
 
 
+def test_a_torn_append_is_ignored_and_overwritten(tmp_path):
+    gen, buffer, journal = fresh(tmp_path, seed=6)
+    for _ in range(2):
+        offer(buffer, gen)
+    checkpoint_ref = journal.sync(buffer)
+    path = tmp_path / checkpoint_ref["file"]
+    with open(path, "ab") as f:  # a kill or a full disk in the middle of the next append
+        f.write(MAGIC + b"\x01\x00\x00")
+    resumed = restored(tmp_path, checkpoint_ref)
+    journal = BufferJournal(tmp_path)
+    journal.adopt(checkpoint_ref)
+    offer(resumed, gen)
+    assert_same(restored(tmp_path, journal.sync(resumed)), resumed)
+
+
 def test_kill_while_starting_a_new_generation_keeps_the_old_one(tmp_path):
     gen, buffer, journal = fresh(tmp_path, seed=3)
     offer(buffer, gen)
