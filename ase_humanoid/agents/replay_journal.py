@@ -109,16 +109,19 @@ class BufferJournal:
     def commit(self) -> list[Path]:
         """Delete journal files other than the current one; call after the checkpoint that refers
         to the current one is on disk. Returns the deleted paths."""
-        stale = [p for p in self.folder.glob("replay_*.journal") if self.path is None or p.name != self.path.name]
+        stale = [path for generation, path in self._files().items() if generation != self.generation]
         for path in stale:
             path.unlink(missing_ok=True)
         return stale
 
+    def _files(self) -> dict[int, Path]:
+        """The journal files in the folder, by generation."""
+        return {int(m.group(1)): path for path in self.folder.glob("replay_*.journal")
+                if (m := FILE_PATTERN.fullmatch(path.name))}
+
     def _write_snapshot(self, buffer) -> None:
         # A new number, above any file present: never replace a file a checkpoint may refer to.
-        existing = [int(m.group(1)) for p in self.folder.glob("replay_*.journal")
-                    if (m := FILE_PATTERN.fullmatch(p.name))]
-        self.generation = max(existing + [self.generation or 0]) + 1
+        self.generation = max([*self._files(), self.generation or 0]) + 1
         header, payload = _record(SNAPSHOT, buffer.samples[: buffer.count], buffer.head, buffer.count,
                                   buffer.total_stored)
 
