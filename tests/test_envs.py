@@ -267,11 +267,31 @@ def test_amp_history_shifts_and_demo_fetch(cartwheel_env):
     env.generator.set_state(saved)
     ids = env.motion_lib.sample_motions(5, generator=env.generator)
     t = env.motion_lib.sample_time(ids, truncate_time=9 * env.control_dt, generator=env.generator)
+    t = t + 9 * env.control_dt  # the newest frame: the whole window lies inside the clip
     assert demo.shape == (5, 10 * per) and torch.isfinite(demo).all()
     for k in (0, 4, 9):
         torch.testing.assert_close(demo[:, k * per:(k + 1) * per],
                                    env.amp_obs_from_motion(ids, t - k * env.control_dt))
     assert env.collect_reference_motions(3).shape == (3, 10 * per)
+
+
+def test_demo_windows_lie_inside_the_clip(cartwheel_env):
+    # The newest frame of a demo window is drawn in [(steps - 1) dt, length] (as the ASE
+    # release): no window reaches before the clip's first frame (which would repeat a frozen
+    # frame in the discriminator's "real" set) and the clip's last (steps - 1) dt is reachable.
+    env = cartwheel_env
+    window = (env.num_amp_obs_steps - 1) * env.control_dt
+    length = float(env.motion_lib.motion_lengths[0])
+    saved = env.generator.get_state()
+    ids, newest = env.sample_amp_obs_demo_keys(4000)
+    env.generator.set_state(saved)
+    assert (ids == 0).all()
+    assert newest.min() >= window - 1e-6 and newest.max() <= length + 1e-6
+    assert (newest > length - window / 2).any()  # the end of the clip is a newest frame too
+    # and the observation has no repeated frames: consecutive steps of the window differ
+    demo = env.amp_obs_demo_from_keys(ids[:200], newest[:200]).reshape(200, env.num_amp_obs_steps, -1)
+    step_change = (demo[:, :-1] - demo[:, 1:]).abs().amax(dim=-1)
+    assert (step_change > 1e-6).all()
 
 
 # ---- terminations --------------------------------------------------------------------------------

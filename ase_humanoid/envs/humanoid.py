@@ -320,9 +320,12 @@ class Humanoid:
         """The random part of `fetch_amp_obs_demo`: (motion_ids [n] long, start_times [n])."""
         motion_lib = self._require_motion_lib("demo AMP observations")
         motion_ids = motion_lib.sample_motions(num_samples, generator=self.generator)
-        start = motion_lib.sample_time(motion_ids, truncate_time=self.control_dt * (self.num_amp_obs_steps - 1),
-                                       generator=self.generator)
-        return motion_ids, start
+        # The newest frame lies in [window, length], so the whole window t - k dt is inside the
+        # clip (as the ASE release): no clamped, repeated first frames, and the clip's last
+        # `window` seconds are reachable as the newest frame.
+        window = self.control_dt * (self.num_amp_obs_steps - 1)
+        newest = motion_lib.sample_time(motion_ids, truncate_time=window, generator=self.generator) + window
+        return motion_ids, newest
 
     def amp_obs_demo_from_keys(self, motion_ids: torch.Tensor, start_times: torch.Tensor) -> torch.Tensor:
         """The deterministic part: demo AMP observations `[n, steps * per_step]` ending at
