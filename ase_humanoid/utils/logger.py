@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+from collections import deque
 from pathlib import Path
 
 from torch.utils.tensorboard import SummaryWriter
@@ -15,6 +16,40 @@ def progress_bar(fraction: float, width: int = 20) -> str:
     fraction = min(max(fraction, 0.0), 1.0)
     filled = int(round(fraction * width))
     return "[" + "#" * filled + "-" * (width - filled) + "]"
+
+
+def format_duration(seconds: float) -> str:
+    """`[d]h:mm:ss` (or `m:ss` under an hour) for the console line."""
+    seconds = max(0, int(round(seconds)))
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
+
+
+class EpochClock:
+    """Time left to `max_epochs` from the pace of the last `window` epochs of this sitting
+    (a recent window follows a machine that becomes busier or idle; a resumed run starts a
+    new window, so time spent before the resume does not distort it)."""
+
+    def __init__(self, window: int = 20):
+        self.marks: deque[tuple[int, float]] = deque(maxlen=window + 1)
+
+    def start(self, epoch: int, now: float) -> None:
+        self.marks.clear()
+        self.marks.append((epoch, now))
+
+    def tick(self, epoch: int, now: float) -> None:
+        self.marks.append((epoch, now))
+
+    def seconds_per_epoch(self) -> float | None:
+        if len(self.marks) < 2:
+            return None
+        (first_epoch, first_time), (last_epoch, last_time) = self.marks[0], self.marks[-1]
+        return (last_time - first_time) / max(last_epoch - first_epoch, 1)
+
+    def seconds_left(self, epoch: int, max_epochs: int) -> float | None:
+        pace = self.seconds_per_epoch()
+        return None if pace is None else pace * max(max_epochs - epoch, 0)
 
 
 class TrainingLogger:
@@ -37,11 +72,13 @@ class TrainingLogger:
     )
 
     def __init__(self, run_dir: str | Path, max_epochs: int, enabled: bool = True, stream=None,
-                 purge_step: int | None = None):
+                 purge_step: int | None = None, time_source=time.time):
         self.enabled = enabled
         self.max_epochs = max_epochs
         self.stream = stream  # None: whatever sys.stdout is when a line is printed
-        self.start_time = time.time()
+        self.time_source = time_source  # wall clock of the console line (a test passes its own)
+        self.start_time = time_source()
+        self.clock = EpochClock()
         # purge_step (on resume): TensorBoard hides the events from that step on, which a run
         # killed after its last checkpoint had written (they are logged again).
         self.writer = SummaryWriter(str(Path(run_dir) / "tensorboard"), purge_step=purge_step) if enabled else None
@@ -59,7 +96,15 @@ class TrainingLogger:
         for key, short, fmt in self.CONSOLE_KEYS:
             if key in stats:
                 parts.append(f"{short} " + fmt.format(stats[key]))
-        parts.append(f"{time.time() - self.start_time:.0f}s")
+        now = self.time_source()
+        if not self.clock.marks:
+            # The first logged epoch of this sitting started at the logger's creation.
+            self.clock.start(epoch - 1, self.start_time)
+        self.clock.tick(epoch, now)
+        parts.append(f"{format_duration(now - self.start_time)}")
+        left = self.clock.seconds_left(epoch, self.max_epochs)
+        if left is not None:
+            parts.append(f"left {format_duration(left)}")
         print("  ".join(parts), file=self.stream or sys.stdout, flush=True)
 
     def close(self) -> None:

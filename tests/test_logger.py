@@ -1,0 +1,39 @@
+"""The console line: progress, time spent and the time left to max_epochs."""
+
+from __future__ import annotations
+
+import io
+from ase_humanoid.utils.logger import EpochClock, TrainingLogger, format_duration
+
+
+def test_format_duration():
+    assert format_duration(0) == "0:00"
+    assert format_duration(59.6) == "1:00"
+    assert format_duration(3599) == "59:59"
+    assert format_duration(3600 * 14 + 61) == "14:01:01"
+
+
+def test_epoch_clock_follows_the_recent_pace():
+    clock = EpochClock(window=4)
+    assert clock.seconds_left(0, 10) is None  # no pace before the first epoch
+    clock.start(100, 0.0)  # a resumed run: epoch 100 at t=0
+    for epoch in range(101, 105):
+        clock.tick(epoch, 2.0 * (epoch - 100))  # 2 s per epoch
+    assert clock.seconds_per_epoch() == 2.0
+    assert clock.seconds_left(104, 110) == 12.0
+    for epoch in range(105, 109):
+        clock.tick(epoch, 8.0 + 5.0 * (epoch - 104))  # the machine got busy: 5 s per epoch
+    assert clock.seconds_per_epoch() == 5.0  # the window holds only the recent epochs
+    assert clock.seconds_left(110, 110) == 0.0
+
+
+def test_console_line_shows_time_left(tmp_path):
+    stream = io.StringIO()
+    times = iter([1000.0, 1010.0, 1020.0])  # created, epoch 1 logged, epoch 2 logged
+    logger = TrainingLogger(tmp_path, max_epochs=5, stream=stream, time_source=lambda: next(times))
+    logger.log(1, 10, {"perf/samples_per_s": 1.0})
+    logger.log(2, 20, {"perf/samples_per_s": 1.0})
+    logger.close()
+    first, second = stream.getvalue().splitlines()
+    assert first.endswith("0:10  left 0:40")  # 10 s per epoch, 4 epochs to go
+    assert second.endswith("0:20  left 0:30")
