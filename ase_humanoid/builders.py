@@ -56,6 +56,8 @@ def build_env(cfg: DictConfig, rank: int = 0):
 
         # An HRL checkpoint carries its LLC: test / resume runs need no llc_checkpoint.
         resumed = str(Path(cfg.run_dir) / "latest.pt") if cfg.resume and cfg.run_dir else None
+        if not (cfg.llc_checkpoint or cfg.checkpoint or resumed):
+            use_shipped_llc(cfg)
         llc_path = resolve_path(cfg.llc_checkpoint or cfg.checkpoint or resumed)
         llc_state = read_llc_checkpoint(llc_path, str(cfg.device))  # read once: steps here, LLC below
         # The LLC's discriminator rates the task env's AMP observations: same history length.
@@ -84,6 +86,21 @@ def build_env(cfg: DictConfig, rank: int = 0):
         llc = llc_from_checkpoint(llc_state, llc_path, env.device)
         env = make_hrl_env(env, llc, int(cfg.train.params.llc_steps))
     return env
+
+
+def use_shipped_llc(cfg: DictConfig) -> None:
+    """With no llc_checkpoint, a hierarchical task uses the controller shipped for its robot
+    (pretrained/), says so, and records it in cfg (so config.yaml names it)."""
+    from ase_humanoid.utils.shipped_models import shipped_llc_path
+
+    path = shipped_llc_path(cfg.robot.name)
+    if path is None:
+        return  # read_llc_checkpoint explains that llc_checkpoint is needed
+    shown = path.relative_to(PROJECT_ROOT) if path.is_relative_to(PROJECT_ROOT) else path
+    print(f"llc_checkpoint: none given; using the shipped controller {shown} (model card: "
+          f"{shown.with_suffix('.md')})", flush=True)
+    with open_dict(cfg):
+        cfg.llc_checkpoint = str(shown)
 
 
 def _task_extra_env_options(cfg: DictConfig) -> dict[str, Any]:

@@ -18,6 +18,7 @@ import torch
 
 from ase_humanoid.errors import CheckpointError
 from ase_humanoid.utils.atomic_file import write_atomic
+from ase_humanoid.utils.shipped_models import verify_shipped
 
 
 def plain_data(value: Any) -> Any:
@@ -69,6 +70,7 @@ def load_checkpoint(path: str | os.PathLike, map_location: str | torch.device = 
         path = path / "latest.pt"
     if not path.is_file():
         raise CheckpointError(f"checkpoint '{path}' does not exist")
+    verify_shipped(path)  # a file beside a SHA256SUMS (pretrained/) must match its checksum
     try:
         with torch.serialization.safe_globals(_legacy_numpy_globals()):
             state = torch.load(path, map_location=map_location, weights_only=True)

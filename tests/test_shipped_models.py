@@ -1,0 +1,100 @@
+"""Shipping a model (tools/ship_model.py): a weights-only file, its checksum, its card; loading
+checks the checksum; hierarchical tasks default to the shipped controller."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from ase_humanoid.app import run
+from ase_humanoid.errors import CheckpointError
+from ase_humanoid.utils import shipped_models
+from ase_humanoid.utils.checkpoint import load_checkpoint
+from ase_humanoid.utils.shipped_models import card_metrics, read_checksums, sha256_of
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+import ship_model  # noqa: E402
+
+TRAIN = ["num_envs=4", "device=cpu", "sim=mujoco", "num_threads=1", "save_every=0", "max_epochs=1",
+         "quality_every=0", "train.params.actor_units=[32,32]", "train.params.critic_units=[32,32]",
+         "train.params.horizon_length=4", "train.params.mini_epochs=1"]
+TINY_ASE = ["task=HumanoidASE", "task.env.fall_pool_size=4", "task.env.fall_steps=5",
+            "train.params.amp_obs_demo_buffer_size=64", "train.params.amp_replay_buffer_size=64",
+            "train.params.amp_batch_size=16", "train.params.amp_minibatch_size=16",
+            "train.params.disc_units=[32,32]", "train.params.style_units=[16]"]
+
+
+@pytest.fixture(scope="module")
+def shipped(tmp_path_factory):
+    """A tiny ASE run shipped as `tiny_llc` into its own pretrained folder."""
+    root = tmp_path_factory.mktemp("ship")
+    run([*TINY_ASE, f"run_dir={root / 'run'}", *TRAIN])
+    metrics = root / "metrics.json"
+    metrics.write_text(json.dumps({"fall_rate": 0.5}))
+    out = root / "pretrained"
+    assert ship_model.main([str(root / "run" / "latest.pt"), "--name", "tiny_llc", "--metrics", str(metrics),
+                            "--hours", "0.01", "--command", "python train.py task=HumanoidASE",
+                            "--check", json.dumps({"latents": 2}), "--out", str(out)]) == 0
+    return out
+
+
+def test_shipped_file_holds_weights_only_and_a_card(shipped):
+    path = shipped / "tiny_llc.pt"
+    state = torch.load(path, weights_only=True)
+    assert state["format"] == shipped_models.WEIGHTS_FORMAT
+    assert set(state["agent"]) <= set(shipped_models.POLICY_AGENT_ENTRIES)
+    assert {"model", "obs_norm", "amp_norm"} <= set(state["agent"])
+    assert "optimizer" not in state["agent"] and "replay_buffer" not in state["agent"] and "env" not in state
+    full = torch.load(path.parents[1] / "run" / "latest.pt", weights_only=True)
+    assert path.stat().st_size < (path.parents[1] / "run" / "latest.pt").stat().st_size
+    assert state["global_step"] == full["global_step"]
+    assert read_checksums(shipped) == {"tiny_llc.pt": sha256_of(path)}
+    card = card_metrics(shipped / "tiny_llc.md")
+    assert card == {"metrics": {"fall_rate": 0.5}, "check": {"latents": 2}}
+    text = (shipped / "tiny_llc.md").read_text()
+    assert "mocap.cs.cmu.edu" in text and "python train.py task=HumanoidASE" in text
+    # shipping again under the same name needs --replace
+    assert ship_model.main([str(path.parents[1] / "run" / "latest.pt"), "--name", "tiny_llc", "--metrics",
+                            str(path.parents[1] / "metrics.json"), "--hours", "1", "--command", "x",
+                            "--out", str(shipped)]) == 1
+
+
+def test_shipped_model_evaluates_and_drives_a_task(shipped, tmp_path, capsys):
+    run(["task=HumanoidASE", "test=true", f"checkpoint={shipped / 'tiny_llc.pt'}", "test_episodes=2", *TRAIN])
+    assert "episode/count=" in capsys.readouterr().out
+    run(["task=HumanoidHeading", f"run_dir={tmp_path / 'heading'}", f"llc_checkpoint={shipped / 'tiny_llc.pt'}",
+         *TRAIN])
+    assert (tmp_path / "heading" / "latest.pt").is_file()
+
+
+def test_damaged_or_unlisted_shipped_file_is_refused(shipped, tmp_path):
+    folder = tmp_path / "copy"
+    folder.mkdir()
+    data = (shipped / "tiny_llc.pt").read_bytes()
+    (folder / "tiny_llc.pt").write_bytes(data)
+    (folder / "SHA256SUMS").write_text((shipped / "SHA256SUMS").read_text())
+    assert "agent" in load_checkpoint(folder / "tiny_llc.pt")
+    damaged = bytearray(data)
+    damaged[len(damaged) // 2] ^= 0xFF
+    (folder / "tiny_llc.pt").write_bytes(bytes(damaged))
+    with pytest.raises(CheckpointError, match="does not match its checksum"):
+        load_checkpoint(folder / "tiny_llc.pt")
+    (folder / "other.pt").write_bytes(data)
+    with pytest.raises(CheckpointError, match="not listed in"):
+        load_checkpoint(folder / "other.pt")
+    (folder / "SHA256SUMS").write_text("not a checksum line\n")
+    with pytest.raises(CheckpointError, match="line 1"):
+        load_checkpoint(folder / "other.pt")
+
+
+def test_hierarchical_task_uses_the_shipped_controller_by_default(shipped, tmp_path, capsys, monkeypatch):
+    monkeypatch.setattr(shipped_models, "PRETRAINED_DIR", shipped)
+    monkeypatch.setitem(shipped_models.SHIPPED_LLC, "amp_humanoid", "tiny_llc.pt")
+    run_dir = tmp_path / "location"
+    run(["task=HumanoidLocation", f"run_dir={run_dir}", *TRAIN])
+    assert "using the shipped controller" in capsys.readouterr().out
+    assert f"llc_checkpoint: {shipped / 'tiny_llc.pt'}" in (run_dir / "config.yaml").read_text()
