@@ -3,7 +3,8 @@ it in the viewer or record a video.
 
 For an ASE controller `latent=random` resamples skills on the training schedule, `latent=fixed`
 gives each env one skill for the whole episode. Task envs add their own metrics through
-`env.task_metrics()` (heading error, location success, ...).
+`env.task_metrics()` (heading error, location success, ...). An ASE controller on HumanoidASE also
+gets the skill report of `skills.py` (`skill_report`; benchmarks/ase_skills.py prints it alone).
 """
 
 from __future__ import annotations
@@ -143,7 +144,39 @@ def evaluate(cfg: DictConfig) -> dict[str, float]:
         recorder.close()
         print(f"video: {path} ({len(frames)} frames)")
     print(" ".join(f"{k}={v:.4g}" for k, v in sorted(stats.items())), flush=True)
+    if reports_skills(cfg):
+        from ase_humanoid.skills import SkillOptions, format_summary
+
+        # one latent per test episode, capped so that the report stays under a minute on 2 cores
+        options = SkillOptions(num_latents=min(int(cfg.test_episodes), MAX_TEST_SKILL_LATENTS),
+                               steps=int(cfg.task.env.max_episode_length), seed=int(cfg.seed))
+        print(format_summary(skill_report(cfg, options)), flush=True)
     return stats
+
+
+MAX_TEST_SKILL_LATENTS = 32
+
+
+def reports_skills(cfg: DictConfig) -> bool:
+    """test=true adds the skill report for an ASE controller on its pre-training task (after
+    `load_policy`, cfg.train is the checkpoint's)."""
+    return cfg.task.name == "HumanoidASE" and cfg.train.algo == "ase"
+
+
+def skill_report(cfg: DictConfig, options) -> dict:
+    """The skill report (`skills.py`) of the ASE checkpoint `cfg.checkpoint`: networks loaded as
+    `load_policy` loads them, on an env per measurement (`skill_config`, `getup_config`)."""
+    from ase_humanoid.builders import build_env
+    from ase_humanoid.skills import getup_config, measure_skills, skill_config
+
+    rollout_cfg = skill_config(cfg, options)
+    env, agent = load_policy(rollout_cfg)
+    getup_env = build_env(getup_config(rollout_cfg, options))  # after load_policy: the checkpoint's AMP history
+    try:
+        return measure_skills(env, agent, getup_env, options)
+    finally:
+        env.close()
+        getup_env.close()
 
 
 def _advance_latents(agent, dones: torch.Tensor, mode: str) -> None:

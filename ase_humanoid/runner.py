@@ -69,6 +69,17 @@ def fault_counters(env) -> dict[str, float]:
     return out
 
 
+@torch.no_grad()
+def encoder_agreement(agent, act_out: dict, info: dict, env_ids: torch.Tensor) -> torch.Tensor | None:
+    """enc(amp_obs) . z `[len(env_ids)]` of an ASE agent this step: its encoder on the AMP
+    observations of the states reached, against the latents that acted (the pairing its encoder
+    reward uses); None for agents without an encoder. 1: the latent is fully recoverable."""
+    if not hasattr(agent, "encode") or "latents" not in act_out or "amp_obs" not in info:
+        return None
+    enc = agent.encode(info["amp_obs"].index_select(0, env_ids))
+    return (enc * act_out["latents"].index_select(0, env_ids)).sum(-1)
+
+
 @dataclass
 class EpisodeTracker:
     """Running means of finished episodes' return and length (for logs and evaluation)."""
@@ -107,6 +118,8 @@ class Runner:
         is_main: rank 0 of a distributed run (logs and saves); True when not distributed.
         quality_every: measure motion quality (`envs/motion_quality.py`) during the rollout of
             every this many epochs (the first included), on `quality_envs` worlds; 0: never.
+            The same pass logs how those worlds differ (`skills/*`: distinct nearest clips,
+            spread of root speed, ASE encoder agreement enc(amp_obs) . z).
     """
 
     def __init__(self, env, agent, run_dir: str | Path, config: dict, max_epochs: int,
@@ -205,7 +218,7 @@ class Runner:
                                          next_obs, info)
             self.episodes.add(info, terminated, truncated)
             if probe is not None:
-                probe.observe(terminated | truncated)
+                probe.observe(terminated | truncated, enc_z=encoder_agreement(self.agent, act_out, info, probe.env_ids))
             self.obs = next_obs
             t3 = time.perf_counter()
             timings["time/inference"] += t1 - t0
@@ -249,6 +262,7 @@ class Runner:
                 if quality and "episode/fall_rate" in episodes:
                     quality["quality/fall_rate"] = episodes["episode/fall_rate"]
                 stats.update(quality)
+                stats.update(self.quality.pop_skill_stats())
             stats["time/update"] = t_end - t_update
             stats["perf/samples_per_s"] = self.agent.config.horizon_length * self.env.num_envs / (t_end - t_start)
             stats.update(fault_counters(self.env))

@@ -5,9 +5,18 @@ the same env alone (random actions, no agent) measured in the same run.
     python benchmarks/train_throughput.py --json                       # HumanoidASE, 256 envs, CPU
     python benchmarks/train_throughput.py --task HumanoidAMP --json                  # CPU profile
     python benchmarks/train_throughput.py --task HumanoidAMP --json profile=paper    # the release's sizes
+    python benchmarks/train_throughput.py --task HumanoidHeading --envs 128 --compare-amp-env-only --json
 
 Prints one JSON object: samples_per_s, env_only_samples_per_s and their ratio. The first epoch
 (warm-up) is excluded from the averages.
+
+`--compare-amp-env-only` (hierarchical tasks): control steps per second of hierarchical training
+(rollout + update; one high-level sample is `llc_steps` control steps) against plain HumanoidAMP
+env-only stepping with the same number of envs (the target) and the hierarchical env's own
+env-only stepping (LLC included), in interleaved rounds so that load from other processes affects
+all three alike; reports medians over the rounds and the median of the per-round ratios. Without
+`llc_checkpoint=...` the LLC is a freshly initialised ASE controller of the profile's sizes (a
+speed measurement needs no trained one; a trained one falls less, so it resets less).
 """
 
 from __future__ import annotations
@@ -33,6 +42,9 @@ def main(argv=None) -> int:
     parser.add_argument("--torch-threads", type=int, default=None, help="torch threads while stepping envs")
     parser.add_argument("--update-threads", type=int, default=None, help="torch threads during the update")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--compare-amp-env-only", action="store_true",
+                        help="hierarchical task: training control steps/s against HumanoidAMP env-only")
+    parser.add_argument("--rounds", type=int, default=5, help="--compare-amp-env-only: interleaved rounds")
     parser.add_argument("overrides", nargs="*", help="extra train.py overrides, e.g. train.params.mini_epochs=2")
     args = parser.parse_args(argv)
 
@@ -46,6 +58,8 @@ def main(argv=None) -> int:
                  *args.overrides]
     if args.threads:
         overrides.append(f"num_threads={args.threads}")
+    if args.compare_amp_env_only:
+        return compare_with_amp_env_only(args, overrides)
     cfg = compose_config(overrides)
     # As train.py does, unless --torch-threads says otherwise.
     torch.set_num_threads(args.torch_threads or int(cfg.torch_threads))
@@ -109,6 +123,99 @@ def env_only_samples_per_s(env, steps: int) -> float:
     for _ in range(steps):
         env.step(0.3 * torch.randn(shape, generator=generator, device=env.device))
     return steps * env.num_envs / (time.perf_counter() - t0)
+
+
+def compare_with_amp_env_only(args, overrides: list[str]) -> int:
+    """Hierarchical training against plain HumanoidAMP env-only stepping (see module docstring)."""
+    import statistics
+
+    import torch
+
+    from ase_humanoid.builders import build_agent, build_env
+    from ase_humanoid.config import compose_config
+    from ase_humanoid.runner import Runner
+
+    with tempfile.TemporaryDirectory() as tmp:
+        if not any(o.startswith("llc_checkpoint=") for o in overrides):
+            overrides = [*overrides, f"llc_checkpoint={fresh_llc_checkpoint(overrides, Path(tmp))}"]
+        cfg = compose_config(overrides)
+        if cfg.train.algo != "hrl":
+            raise SystemExit(f"--compare-amp-env-only needs a hierarchical task (train=hrl), not {cfg.train.algo}")
+        torch.set_num_threads(args.torch_threads or int(cfg.torch_threads))
+        env = build_env(cfg)
+        agent = build_agent(cfg, env)
+        # Plain AMP with the same envs, simulator and threads (and the same profile).
+        amp_cfg = compose_config([o for o in overrides if o.split("=", 1)[0] in
+                                  ("num_envs", "sim", "device", "num_threads", "profile", "seed")]
+                                 + ["task=HumanoidAMP"])
+        amp_env = build_env(amp_cfg)
+        llc_steps = env.llc_steps
+        horizon = agent.config.horizon_length
+        control_steps = horizon * llc_steps  # per env and epoch
+        runner = Runner(env, agent, tmp, config={}, max_epochs=1, save_every=0, is_main=False,
+                        update_threads=args.update_threads or int(cfg.update_threads), quality_every=0)
+        runner.learn()  # warm-up epoch
+        env_only_samples_per_s(amp_env, llc_steps)  # warm-up steps
+        rates: dict[str, list[float]] = {"train": [], "amp_env_only": [], "hrl_env_only": []}
+        update_share = []
+        for _ in range(args.rounds):
+            runner.obs = env.reset()  # the env-only steps moved the worlds on
+            t0 = time.perf_counter()
+            runner.collect_rollout()
+            t1 = time.perf_counter()
+            runner.update_agent()
+            t2 = time.perf_counter()
+            rates["train"].append(control_steps * env.num_envs / (t2 - t0))
+            update_share.append((t2 - t1) / (t2 - t0))
+            rates["amp_env_only"].append(env_only_samples_per_s(amp_env, control_steps))
+            rates["hrl_env_only"].append(llc_steps * env_only_samples_per_s(env, horizon))
+    env.close()
+    amp_env.close()
+    median = {k: statistics.median(v) for k, v in rates.items()}
+    result = {
+        "task": args.task, "envs": env.num_envs, "profile": str(cfg.profile), "rounds": args.rounds,
+        "llc": {"actor_units": list(env.llc.ase_config.actor_units), "disc_units": list(env.llc.ase_config.disc_units),
+                "num_amp_obs_steps": int(env.num_amp_obs_steps), "llc_steps": llc_steps},
+        "high_level": {k: agent.config.to_dict()[k] for k in ("actor_units", "critic_units", "mini_epochs",
+                                                                "minibatch_size", "horizon_length")},
+        "train_control_steps_per_s": median["train"],
+        "train_high_level_samples_per_s": median["train"] / llc_steps,
+        "hrl_env_only_control_steps_per_s": median["hrl_env_only"],
+        "amp_env_only_control_steps_per_s": median["amp_env_only"],
+        "ratio_train_to_amp_env_only": statistics.median(
+            t / a for t, a in zip(rates["train"], rates["amp_env_only"])),
+        "ratio_hrl_env_only_to_amp_env_only": statistics.median(
+            h / a for h, a in zip(rates["hrl_env_only"], rates["amp_env_only"])),
+        "update_share": statistics.median(update_share),
+        "per_round": rates,
+        "torch_threads": torch.get_num_threads(), "update_threads": runner.update_threads,
+        "mujoco_threads": int(cfg.num_threads),
+    }
+    print(json.dumps(result) if args.json else json.dumps(result, indent=2))
+    return 0
+
+
+def fresh_llc_checkpoint(overrides: list[str], folder: Path) -> Path:
+    """An untrained ASE controller's run checkpoint (`folder/llc.pt`) with the sizes the profile in
+    `overrides` gives ASE pre-training (CPU profile: 512-256, 2-frame AMP history; paper: the
+    release's), as `train.py task=HumanoidASE` would write it at epoch 0."""
+    import torch
+    from omegaconf import OmegaConf
+
+    from ase_humanoid.builders import build_agent, build_env
+    from ase_humanoid.config import compose_config
+
+    keep = ("sim", "device", "num_threads", "profile", "robot")
+    cfg = compose_config([o for o in overrides if o.split("=", 1)[0] in keep]
+                         + ["task=HumanoidASE", "num_envs=2", "task.env.fall_pool_size=2",
+                            "train.params.horizon_length=2", "train.params.amp_obs_demo_buffer_size=64",
+                            "train.params.amp_replay_buffer_size=64", "train.params.amp_batch_size=16"])
+    env = build_env(cfg)
+    state = {"agent": build_agent(cfg, env).state_dict(), "config": OmegaConf.to_container(cfg, resolve=True)}
+    env.close()
+    path = folder / "llc.pt"
+    torch.save(state, path)
+    return path
 
 
 if __name__ == "__main__":

@@ -87,6 +87,7 @@ LAYERS = (
     ("envs", "agents"),
     ("runner", "policy_export", "config", "run_dir"),
     ("builders",),
+    ("skills",),
     ("evaluate", "gym_entry"),
     ("app",),
 )
