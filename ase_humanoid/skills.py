@@ -1,0 +1,503 @@
+"""An ASE controller's skill repertoire, measured without trusting its discriminator.
+
+`benchmarks/ase_skills.py CHECKPOINT` prints this report and `train.py task=HumanoidASE
+test=true` appends it. K random unit latents (seeded) are each held fixed for a whole rollout in
+an env of their own, every env starting from the standing pose; the rollouts are then compared
+with the motion data and with each other:
+
+* fall rate: share of latents whose env's early-termination fall criterion fired. Steps from a
+  fall on are left out of everything below (the env has reset that character).
+* key-body distance (cm) to the nearest dataset frame (`envs/motion_quality.py`).
+* skill of a latent: the clip holding its nearest frame most often; clip coverage: how many
+  clips are the skill of at least one latent, and how many latents each clip got.
+* spread across latents of mean horizontal root speed (m/s), turning rate |d heading / dt|
+  (rad/s, over 0.5 s windows) and root height (m): a controller whose latents all do the same
+  thing has ~0 spread.
+* enc . z: the agent's encoder on the rollout's AMP observations against the latent that
+  acted (as in training); 1 = the latent can be read back from the motion, ~0 = it cannot.
+* getup: episodes started from the env's fall pool (fallen states at rest), early termination
+  off, one fixed latent each; success = root and head both reach `STANDING_FRACTION` of their
+  heights in the standing pose at some step within `getup_steps`.
+
+Layout: pure functions (shapes in their docstrings), the configs of the two measurement envs,
+the measurements, the report and its outputs (summary, grid video, root-path plot). Loading a
+checkpoint is `evaluate.skill_report`'s job (this module sits below evaluate.py).
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from omegaconf import DictConfig, open_dict
+
+from ase_humanoid.agents.ase import sample_unit_latents
+from ase_humanoid.envs.motion_quality import MotionQuality, clip_coverage, majority_clips
+from ase_humanoid.errors import ConfigError
+from ase_humanoid.utils import rotations as rot
+
+STANDING_FRACTION = 0.8
+"""Getup success: root and head at least this share of their standing-pose heights. For the AMP
+humanoid: root 0.8 x 0.89 = 0.71 m, head 0.8 x 1.35 = 1.08 m; the walk clip's median heights
+(0.82 m, 1.28 m) and even its lowest head height (1.22 m) pass, a character on its knees does not."""
+
+HEAD_BODY = "head"
+TILE_WIDTH, TILE_HEIGHT = 160, 120  # one character's tile in the grid video
+TILE_CAMERA_DISTANCE = 3.0  # m; closer than the 640x480 evaluation video's 4 m, tiles are small
+TILE_SHADOW_MAP = 512  # px; the scene's 4096 costs ~0.2 s a tile on a software (llvmpipe) EGL
+VIDEO_FRAME_STRIDE = 2  # control steps per video frame: 15 fps halves the rendering, still smooth
+TURNING_WINDOW_S = 0.5
+"""Turning rates are heading changes over windows this long: step by step, the pelvis's yaw swing
+within a stride counts as turning (the walk clip: 0.59 rad/s step by step, 0.33 over 0.5 s)."""
+
+
+@dataclass
+class SkillOptions:
+    """What to measure. `steps`: control steps per fixed-latent rollout (30 per second);
+    `getup_episodes` None: one per latent; `video` / `paths`: files to write, or None."""
+
+    num_latents: int = 64
+    steps: int = 300
+    seed: int = 0
+    getup_episodes: int | None = None
+    getup_steps: int = 90
+    video: str | None = None
+    video_tiles: int = 16
+    paths: str | None = None
+
+    def __post_init__(self):
+        if self.num_latents < 1 or self.steps < 1 or self.getup_steps < 1:
+            raise ConfigError(f"skill report: latents, steps and getup steps must be >= 1, got "
+                              f"{self.num_latents}, {self.steps}, {self.getup_steps}")
+        if self.getup_episodes is None:
+            self.getup_episodes = self.num_latents
+        if self.getup_episodes < 0:
+            raise ConfigError(f"skill report: getup episodes must be >= 0, got {self.getup_episodes}")
+
+
+# ---------------------------------------------------------------------------- pure functions
+
+def heading_change(heading_before: torch.Tensor, heading_after: torch.Tensor) -> torch.Tensor:
+    """Signed change (rad) `[n]` between two headings `[n]` (rad), the short way round (from 3.1
+    to -3.1 rad is a small turn, not almost a full one)."""
+    return rot.normalize_angle(heading_after - heading_before)
+
+
+def mean_turning_rate(heading_steps: torch.Tensor, steps_used: torch.Tensor, window: int,
+                      dt: float) -> torch.Tensor:
+    """Mean |turning rate| (rad/s) `[K]` over sliding windows of `window` control steps of `dt`
+    seconds. heading_steps `[T, K]`: signed heading change of each step (rad, short way round),
+    of which the first `steps_used [K]` count. A latent with fewer valid steps than `window`
+    gets one window over all of them; none: NaN."""
+    total_steps, k = heading_steps.shape
+    heading = torch.cat([heading_steps.new_zeros(1, k), heading_steps.cumsum(0)])  # [T + 1, K] unwrapped
+    w = max(1, min(window, total_steps))
+    rates = (heading[w:] - heading[:-w]).abs() / (w * dt)  # [T + 1 - w, K], window ending at state w + row
+    ends = torch.arange(w, total_steps + 1, device=heading.device).unsqueeze(1)
+    valid = ends <= steps_used.unsqueeze(0)
+    count = valid.sum(0)
+    windowed = (rates * valid).sum(0) / count.clamp_min(1)
+    used = steps_used.long().clamp(0, total_steps)
+    one_window = heading[used, torch.arange(k, device=heading.device)].abs() / (used.clamp_min(1) * dt)
+    return torch.where(count > 0, windowed, torch.where(used > 0, one_window, math.nan))
+
+
+def standing_thresholds(standing_body_pos: torch.Tensor, head_id: int,
+                        fraction: float = STANDING_FRACTION) -> tuple[float, float]:
+    """(root, head) height thresholds (m): `fraction` of their heights in the standing pose,
+    body positions `[B, 3]` (body 0 the root)."""
+    return fraction * float(standing_body_pos[0, 2]), fraction * float(standing_body_pos[head_id, 2])
+
+
+def is_standing(root_height: torch.Tensor, head_height: torch.Tensor, root_min: float,
+                head_min: float) -> torch.Tensor:
+    """`[n]` bool: root height `[n]` >= root_min and head height `[n]` >= head_min (m)."""
+    return (root_height >= root_min) & (head_height >= head_min)
+
+
+def spread(values: torch.Tensor) -> dict[str, float]:
+    """Mean, std (population) and range of `values [K]` (NaN rows ignored; NaN if none)."""
+    values = values[torch.isfinite(values)].double()
+    if values.numel() == 0:
+        return {"mean": math.nan, "std": math.nan, "min": math.nan, "max": math.nan}
+    return {"mean": float(values.mean()), "std": float(values.std(unbiased=False)),
+            "min": float(values.min()), "max": float(values.max())}
+
+
+def short_clip_names(names: list[str]) -> list[str]:
+    """Clip names without the prefix they all share up to an underscore
+    (`amp_humanoid_walk` -> `walk`), for labels; unchanged when there is none."""
+    if len(names) < 2:
+        return [name.rpartition("_")[2] or name for name in names]
+    cut = os.path.commonprefix(names).rfind("_") + 1
+    return [name[cut:] or name for name in names]
+
+
+def tile_grid(tiles: np.ndarray, columns: int) -> np.ndarray:
+    """Tiles `[n, H, W, 3]` row by row into one image `[rows * H, columns * W, 3]` (rows =
+    ceil(n / columns)); places without a tile stay black."""
+    n, height, width, channels = tiles.shape
+    rows = -(-n // columns)
+    grid = np.zeros((rows * height, columns * width, channels), dtype=tiles.dtype)
+    for i in range(n):
+        r, c = divmod(i, columns)
+        grid[r * height:(r + 1) * height, c * width:(c + 1) * width] = tiles[i]
+    return grid
+
+
+# ---------------------------------------------------------------------------- measurement envs
+
+def skill_config(cfg: DictConfig, options: SkillOptions) -> DictConfig:
+    """A copy of a `test=true` config (task HumanoidASE) for the fixed-latent rollouts: one env
+    per latent, every episode from the standing pose (no fall-pool or recovery starts), no
+    time-out before the rollout ends, seed `options.seed`."""
+    if cfg.task.name != "HumanoidASE":
+        raise ConfigError(f"the skill report needs task=HumanoidASE (its fall pool), got task={cfg.task.name}")
+    out = copy.deepcopy(cfg)
+    with open_dict(out):
+        out.num_envs = options.num_latents
+        out.seed = options.seed
+        out.video = None
+        out.viewer = False
+        env = out.task.env
+        env.state_init = "Default"
+        env.fall_init_prob = 0.0
+        env.recovery_episode_prob = 0.0
+        env.enable_early_termination = True  # the fall criterion is what we count
+        env.fall_pool_size = 1  # unused here: one state spares simulating a whole pool
+        env.max_episode_length = options.steps + 1
+    return out
+
+
+def getup_config(cfg: DictConfig, options: SkillOptions) -> DictConfig:
+    """A copy of `skill_config`'s result (after `evaluate.load_policy` has written the
+    checkpoint's AMP history length into it) for the getup episodes: every reset from the fall
+    pool, early termination off, no time-out within `getup_steps`."""
+    out = copy.deepcopy(cfg)
+    with open_dict(out):
+        env = out.task.env
+        env.fall_init_prob = 1.0
+        env.fall_pool_size = None  # the env's default, max(num_envs, 64) fallen states
+        env.enable_early_termination = False
+        env.max_episode_length = options.getup_steps + 1
+    return out
+
+
+def head_body_id(env) -> int:
+    if HEAD_BODY not in env.robot.body_names:
+        raise ConfigError(f"the getup measurement needs a body named '{HEAD_BODY}' (robot {env.robot.name})")
+    return env.robot.body_names.index(HEAD_BODY)
+
+
+# ---------------------------------------------------------------------------- measurements
+
+@dataclass
+class LatentRollouts:
+    """Per-latent sums of `roll_out_latents` over the steps before a fall (K latents, M clips,
+    T steps)."""
+
+    clip_counts: torch.Tensor  # [K, M] steps whose nearest dataset frame lay in each clip
+    steps_used: torch.Tensor  # [K] steps before a fall
+    error_sum: torch.Tensor  # [K] key-body distance to the nearest frame, m
+    speed_sum: torch.Tensor  # [K] horizontal root speed, m/s
+    heading_steps: torch.Tensor  # [T, K] signed heading change per step, rad (0 from a fall on)
+    height_sum: torch.Tensor  # [K] root height, m
+    enc_z_sum: torch.Tensor  # [K] enc(amp_obs) . z
+    fall_step: torch.Tensor  # [K] long: control step at which the fall criterion fired, -1: none
+    root_xy: torch.Tensor  # [T + 1, K, 2] root path (NaN from a fall on)
+    qpos: np.ndarray | None  # [T + 1, n, nq] MuJoCo qpos of the first n envs (frozen at a fall), for video
+
+
+def _zeros(k: int, device) -> torch.Tensor:
+    return torch.zeros(k, dtype=torch.float64, device=device)
+
+
+@torch.no_grad()
+def roll_out_latents(env, agent, latents: torch.Tensor, steps: int, quality: MotionQuality,
+                     record_envs: int = 0) -> LatentRollouts:
+    """Run env i with the fixed latent `latents[i]` ([K, D], K = env.num_envs) for `steps`
+    control steps from `env.reset()`, deterministic actions; `record_envs`: keep the qpos of
+    the first that many envs for a video."""
+    k, dev = env.num_envs, env.device
+    out = LatentRollouts(torch.zeros(k, quality.num_clips, dtype=torch.long, device=dev), _zeros(k, dev),
+                         _zeros(k, dev), _zeros(k, dev), torch.zeros(steps, k, dtype=torch.float64, device=dev),
+                         _zeros(k, dev), _zeros(k, dev), torch.full((k,), -1, dtype=torch.long, device=dev),
+                         torch.full((steps + 1, k, 2), math.nan, device=dev), None)
+    qpos = [] if record_envs else None
+    obs = env.reset()
+    state = env.sim.state
+    out.root_xy[0] = state.root_pos[:, :2]
+    heading = rot.calc_heading(state.root_rot)
+    alive = torch.ones(k, dtype=torch.bool, device=dev)
+    if qpos is not None:
+        qpos.append(np.stack([env.render_state(i) for i in range(record_envs)]))
+    for t in range(1, steps + 1):
+        obs, _, terminated, truncated, info = env.step(agent.action_mean(obs, latents))
+        out.fall_step[terminated & alive] = t
+        alive &= ~(terminated | truncated)  # a done env's state is already its next episode's
+        state = env.sim.state
+        clip, error = quality.nearest(state.root_pos, state.root_rot, state.body_pos)
+        new_heading = rot.calc_heading(state.root_rot)
+        turn = heading_change(heading, new_heading) * alive
+        heading = new_heading
+        enc_z = (agent.encode(info["amp_obs"]) * latents).sum(-1)
+        used = alive.double()
+        rows = alive.nonzero().squeeze(-1)
+        out.clip_counts[rows, clip[rows]] += 1
+        out.steps_used += used
+        out.error_sum += used * error.double().nan_to_num()
+        out.speed_sum += used * state.root_lin_vel[:, :2].norm(dim=-1).double().nan_to_num()
+        out.heading_steps[t - 1] = turn.double().nan_to_num()
+        out.height_sum += used * state.root_pos[:, 2].double().nan_to_num()
+        out.enc_z_sum += used * enc_z.double().nan_to_num()
+        out.root_xy[t, alive] = state.root_pos[alive, :2]
+        if qpos is not None:
+            now = np.stack([env.render_state(i) for i in range(record_envs)])
+            frozen = ~alive[:record_envs].cpu().numpy()
+            now[frozen] = qpos[-1][frozen]
+            qpos.append(now)
+    out.qpos = np.stack(qpos) if qpos is not None else None
+    return out
+
+
+@dataclass
+class GetupResult:
+    """What `measure_getup` found, E episodes."""
+
+    stood_up: torch.Tensor  # [E] bool, one per episode
+    seconds_to_stand: torch.Tensor  # [E] first standing step in seconds (NaN: never)
+    root_min: float  # thresholds used, m
+    head_min: float
+
+
+@torch.no_grad()
+def measure_getup(env, agent, latents: torch.Tensor, episodes: int, steps: int) -> GetupResult:
+    """`episodes` getup episodes of `steps` control steps, run env.num_envs at a time from
+    `env.reset()` (an env built by `getup_config`: fall-pool starts, no early termination);
+    episode e holds latent e mod K. Success: `is_standing` at some step after the start."""
+    k, dev = env.num_envs, env.device
+    head = head_body_id(env)
+    root_min, head_min = standing_thresholds(env.default_kinematics.body_pos[0], head)
+    stood, seconds = [], []
+    for start in range(0, episodes, k):
+        obs = env.reset()
+        first_step = torch.full((k,), -1, dtype=torch.long, device=dev)
+        alive = torch.ones(k, dtype=torch.bool, device=dev)
+        for t in range(1, steps + 1):
+            obs, _, terminated, truncated, _ = env.step(agent.action_mean(obs, latents))
+            alive &= ~(terminated | truncated)  # only a non-finite state ends one here
+            body_pos = env.sim.state.body_pos
+            up = is_standing(body_pos[:, 0, 2], body_pos[:, head, 2], root_min, head_min) & alive
+            first_step[up & (first_step < 0)] = t
+        n = min(k, episodes - start)
+        stood.append(first_step[:n] > 0)
+        seconds.append(torch.where(first_step[:n] > 0, first_step[:n] * env.dt, math.nan))
+    empty = torch.zeros(0, device=dev)
+    return GetupResult(torch.cat(stood) if stood else empty.bool(), torch.cat(seconds) if seconds else empty,
+                       root_min, head_min)
+
+
+# ---------------------------------------------------------------------------- the report
+
+def measure_skills(env, agent, getup_env, options: SkillOptions) -> dict:
+    """The skill report (a JSON-ready dict, see `build_report`) of ASE `agent` on `env`
+    (`skill_config`, num_envs = options.num_latents) and `getup_env` (`getup_config`); writes
+    options.video / options.paths when given."""
+    if not hasattr(agent, "encode") or not hasattr(agent, "latent_dim"):
+        raise ConfigError(f"the skill report needs an ASE checkpoint, got a {type(agent).__name__}")
+    t0 = time.perf_counter()
+    generator = torch.Generator(device=env.device).manual_seed(options.seed)
+    latents = sample_unit_latents(options.num_latents, agent.latent_dim, generator, env.device)
+    quality = MotionQuality(env.motion_lib, env.key_body_ids)
+    record = min(options.video_tiles, options.num_latents) if options.video else 0
+    rollouts = roll_out_latents(env, agent, latents, options.steps, quality, record)
+    getup = measure_getup(getup_env, agent, latents, options.getup_episodes, options.getup_steps)
+    report = build_report(rollouts, getup, quality.clip_names, options, env.dt)
+    if options.video:
+        report["video"] = str(write_grid_video(options.video, env.mj_model, rollouts, report, env.dt))
+    if options.paths:
+        report["paths"] = str(write_path_plot(options.paths, rollouts, report))
+    report["seconds_taken"] = time.perf_counter() - t0
+    return report
+
+
+def _per_latent_mean(total: torch.Tensor, count: torch.Tensor) -> torch.Tensor:
+    return torch.where(count > 0, total / count.clamp_min(1), math.nan)
+
+
+def _plain(values: torch.Tensor) -> list:
+    """Tensor `[K]` -> list of floats, NaN as None (JSON has no NaN)."""
+    return [None if math.isnan(v) else v for v in values.double().tolist()]
+
+
+def build_report(rollouts: LatentRollouts, getup: GetupResult, clip_names: list[str],
+                 options: SkillOptions, dt: float) -> dict:
+    """Numbers of the report from the measurements (see the module docstring); per-latent lists
+    under `per_latent`, in latent order."""
+    used = rollouts.steps_used
+    skills = majority_clips(rollouts.clip_counts)  # [K]
+    coverage, counts = clip_coverage(skills, len(clip_names))
+    speed = _per_latent_mean(rollouts.speed_sum, used)
+    turn = mean_turning_rate(rollouts.heading_steps, used, round(TURNING_WINDOW_S / dt), dt)
+    height = _per_latent_mean(rollouts.height_sum, used)
+    enc_z = _per_latent_mean(rollouts.enc_z_sum, used)
+    error_cm = 100.0 * _per_latent_mean(rollouts.error_sum, used)
+    fell = rollouts.fall_step >= 0
+    total_used = float(used.sum())
+    return {
+        "latents": options.num_latents,
+        "seconds": options.steps * dt,
+        "seed": options.seed,
+        "fall_rate": float(fell.double().mean()),
+        "key_body_error_cm": 100.0 * float(rollouts.error_sum.sum()) / total_used if total_used else None,
+        "clip_coverage": coverage,
+        "num_clips": len(clip_names),
+        "clip_counts": dict(zip(clip_names, counts.tolist())),
+        "root_speed": spread(speed),
+        "turn_rate": spread(turn),
+        "root_height": spread(height),
+        "enc_z": float(rollouts.enc_z_sum.sum()) / total_used if total_used else None,
+        "getup": {
+            "episodes": int(getup.stood_up.numel()),
+            "success_rate": float(getup.stood_up.double().mean()) if getup.stood_up.numel() else None,
+            "seconds": options.getup_steps * dt,
+            "mean_seconds_to_stand": spread(getup.seconds_to_stand)["mean"] if bool(getup.stood_up.any()) else None,
+            "root_threshold_m": getup.root_min,
+            "head_threshold_m": getup.head_min,
+            "stood_up": getup.stood_up.tolist(),
+        },
+        "per_latent": {
+            "skill": [clip_names[i] for i in skills.tolist()],
+            "root_speed": _plain(speed),
+            "turn_rate": _plain(turn),
+            "root_height": _plain(height),
+            "key_body_error_cm": _plain(error_cm),
+            "enc_z": _plain(enc_z),
+            "fell": fell.tolist(),
+            "fall_time_s": [t * dt if t >= 0 else None for t in rollouts.fall_step.tolist()],
+        },
+    }
+
+
+def format_summary(report: dict) -> str:
+    """A few human-readable lines of the report."""
+    k = report["latents"]
+    short = dict(zip(report["clip_counts"], short_clip_names(list(report["clip_counts"]))))
+    clips = ", ".join(f"{short[name]} {count}" for name, count in report["clip_counts"].items())
+
+    def ranged(key: str, unit: str) -> str:
+        s = report[key]
+        return f"{s['mean']:.2f} +- {s['std']:.2f} {unit} [{s['min']:.2f}, {s['max']:.2f}]"
+
+    getup = report["getup"]
+    getup_line = "getup: no episodes"
+    if getup["episodes"]:
+        stood = sum(getup["stood_up"])
+        getup_line = (f"getup: {stood}/{getup['episodes']} fallen starts stand within {getup['seconds']:.1f} s "
+                      f"({getup['success_rate']:.2f}; root >= {getup['root_threshold_m']:.2f} m and head >= "
+                      f"{getup['head_threshold_m']:.2f} m)")
+    error = report["key_body_error_cm"]
+    enc_z = report["enc_z"]
+    lines = [
+        f"skills: {k} fixed latents x {report['seconds']:.1f} s from standing (seed {report['seed']})",
+        f"  falls: {sum(report['per_latent']['fell'])}/{k} latents (fall rate {report['fall_rate']:.2f}); "
+        f"key-body distance to the dataset {error:.1f} cm" if error is not None else "  no steps measured",
+        f"  clip coverage: {report['clip_coverage']} of {report['num_clips']} clips are a latent's skill ({clips})",
+        f"  across latents: root speed {ranged('root_speed', 'm/s')}; turning {ranged('turn_rate', 'rad/s')}; "
+        f"root height {ranged('root_height', 'm')}",
+        f"  encoder: enc(amp_obs) . z = {enc_z:.3f} (1: latent recoverable from the motion, 0: not)"
+        if enc_z is not None else "  encoder: no steps measured",
+        f"  {getup_line}",
+    ]
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------- video and plot
+
+def tile_labels(report: dict, count: int) -> list[str]:
+    """`"<latent> <skill>"` for the first `count` latents."""
+    names = report["per_latent"]["skill"][:count]
+    short = dict(zip(report["clip_counts"], short_clip_names(list(report["clip_counts"]))))
+    return [f"z{i} {short[name]}" for i, name in enumerate(names)]
+
+
+def tile_renderer(mj_model):
+    """An OffscreenRenderer for one small tile, cheap enough for thousands of frames on a CPU:
+    a small shadow map, no multisampling, reflections or skybox (14 ms a tile instead of 190 ms
+    with software EGL on 2 busy cores), the camera closer than for a full-size video."""
+    import mujoco
+
+    from ase_humanoid.utils.render import OffscreenRenderer
+
+    model = copy.deepcopy(mj_model)  # the env's model keeps its settings
+    model.vis.quality.shadowsize = TILE_SHADOW_MAP
+    model.vis.quality.offsamples = 0
+    renderer = OffscreenRenderer(model, width=TILE_WIDTH, height=TILE_HEIGHT)
+    for flag in (mujoco.mjtRndFlag.mjRND_REFLECTION, mujoco.mjtRndFlag.mjRND_SKYBOX):
+        renderer.renderer.scene.flags[flag] = False
+    renderer.camera.distance = TILE_CAMERA_DISTANCE
+    return renderer
+
+
+def write_grid_video(path: str | Path, mj_model, rollouts: LatentRollouts, report: dict, dt: float) -> Path:
+    """One tile per recorded latent (a camera following its character, labelled with the latent
+    and its skill; frozen from a fall on), tiles in a square-ish grid, as .mp4 or .gif; a frame
+    every VIDEO_FRAME_STRIDE control steps of `dt` seconds."""
+    from ase_humanoid.utils.render import write_video
+
+    qpos = rollouts.qpos  # [T + 1, n, nq]
+    n = qpos.shape[1]
+    columns = math.ceil(math.sqrt(n))
+    labels = tile_labels(report, n)
+    fall_step = rollouts.fall_step[:n].tolist()
+    renderer = tile_renderer(mj_model)
+    try:
+        frames = []
+        for t in range(0, qpos.shape[0], VIDEO_FRAME_STRIDE):
+            tiles = [renderer.render(qpos[t, i], text=[labels[i] + (" fell" if 0 <= fall_step[i] <= t else "")])
+                     for i in range(n)]
+            frames.append(tile_grid(np.stack(tiles), columns))
+    finally:
+        renderer.close()
+    return write_video(path, frames, fps=1.0 / (VIDEO_FRAME_STRIDE * dt))
+
+
+def write_path_plot(path: str | Path, rollouts: LatentRollouts, report: dict) -> Path:
+    """Top-down root paths (x-y, m) of every latent, coloured by its skill clip (legend: clip and
+    number of latents); an x marks where a latent fell."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    names = list(report["clip_counts"])
+    colours = {name: plt.get_cmap("tab10")(i % 10) for i, name in enumerate(names)}
+    short = dict(zip(names, short_clip_names(names)))
+    xy = rollouts.root_xy.cpu().numpy()  # [T + 1, K, 2]
+    fig, ax = plt.subplots(figsize=(7, 7))
+    for i, skill in enumerate(report["per_latent"]["skill"]):
+        path_i = xy[:, i][np.isfinite(xy[:, i]).all(-1)]
+        ax.plot(path_i[:, 0], path_i[:, 1], color=colours[skill], lw=1.0, alpha=0.8)
+        if report["per_latent"]["fell"][i] and len(path_i):
+            ax.plot(path_i[-1, 0], path_i[-1, 1], "x", color=colours[skill], ms=6)
+    for name in names:
+        if report["clip_counts"][name]:
+            ax.plot([], [], color=colours[name], label=f"{short[name]} ({report['clip_counts'][name]})")
+    ax.plot(0, 0, "ko", ms=4)
+    ax.set_aspect("equal", adjustable="datalim")
+    ax.set_xlabel("x (m)")
+    ax.set_ylabel("y (m)")
+    ax.set_title(f"root paths of {report['latents']} latents, {report['seconds']:.0f} s (x: fell)")
+    ax.legend(title="skill (latents)", loc="best", fontsize=8)
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    path = Path(path)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path

@@ -1,0 +1,197 @@
+"""The ASE skill report (ase_humanoid/skills.py, benchmarks/ase_skills.py): its pure parts, the
+command end to end on an untrained controller, test=true's report and the training-time
+`skills/*` statistics."""
+
+import importlib.util
+import json
+import math
+
+import imageio.v3 as iio
+import numpy as np
+import pytest
+import torch
+from omegaconf import OmegaConf
+
+from ase_humanoid import PROJECT_ROOT
+from ase_humanoid.envs.motion_quality import MotionQuality, clip_coverage, clip_of_frames, majority_clips
+from ase_humanoid.motion.motion_lib import MotionLib
+from ase_humanoid.robots.description import load_robot
+from ase_humanoid.skills import (
+    heading_change,
+    is_standing,
+    mean_turning_rate,
+    short_clip_names,
+    spread,
+    standing_thresholds,
+    tile_grid,
+)
+
+SIX_CLIPS = PROJECT_ROOT / "motions" / "dataset_amp_humanoid_all.yaml"
+TINY_ASE = ["task=HumanoidASE", "num_envs=4", "seed=5",
+            "train.params.actor_units=[32,32]", "train.params.critic_units=[32,32]",
+            "train.params.disc_units=[32,32]", "train.params.style_units=[16,16]",
+            "train.params.mini_epochs=1", "train.params.horizon_length=8",
+            "train.params.amp_obs_demo_buffer_size=1024", "train.params.amp_replay_buffer_size=1024",
+            "train.params.amp_batch_size=256"]
+
+
+# ---------------------------------------------------------------------------- pure parts
+
+def test_reference_frames_are_labelled_with_their_own_clip():
+    """Round trip: every frame of the six bundled clips finds itself, so its clip is its own,
+    and the six clips' majority labels cover all six."""
+    motion_lib = MotionLib(SIX_CLIPS, load_robot("amp_humanoid"))
+    quality = MotionQuality(motion_lib, motion_lib.key_body_ids)
+    clip, error = quality.nearest(motion_lib.root_pos, motion_lib.root_rot, motion_lib.body_pos)
+    own_clip = torch.repeat_interleave(torch.arange(motion_lib.num_motions), motion_lib.motion_num_frames)
+    assert torch.equal(clip, own_clip)
+    assert float(error.max()) < 1e-3
+    counts = torch.zeros(motion_lib.num_motions, quality.num_clips, dtype=torch.long)
+    counts.index_put_((own_clip, clip), torch.ones_like(clip), accumulate=True)
+    coverage, per_clip = clip_coverage(majority_clips(counts), quality.num_clips)
+    assert coverage == 6 and per_clip.tolist() == [1] * 6
+    assert short_clip_names(quality.clip_names) == ["walk", "run", "dance", "hop", "backflip", "cartwheel"]
+
+
+def test_clip_of_frames_at_clip_boundaries():
+    starts = torch.tensor([0, 154, 236])
+    frames = torch.tensor([0, 153, 154, 235, 236, 900])
+    assert clip_of_frames(frames, starts).tolist() == [0, 0, 1, 1, 2, 2]
+
+
+def test_coverage_and_counts():
+    coverage, counts = clip_coverage(torch.tensor([2, 2, 0, 5]), 6)
+    assert coverage == 3 and counts.tolist() == [1, 0, 2, 0, 0, 1]
+    coverage, counts = clip_coverage(torch.zeros(0, dtype=torch.long), 3)
+    assert coverage == 0 and counts.tolist() == [0, 0, 0]
+    # per latent, the clip holding the nearest frame most often; a tie goes to the lower clip
+    assert majority_clips(torch.tensor([[0, 5, 1], [3, 3, 0], [0, 0, 1]])).tolist() == [1, 0, 2]
+
+
+def test_standing_criterion():
+    body_pos = torch.zeros(15, 3)
+    body_pos[0, 2], body_pos[2, 2] = 0.89, 1.35  # root, head of the standing pose
+    root_min, head_min = standing_thresholds(body_pos, head_id=2)
+    assert root_min == pytest.approx(0.712) and head_min == pytest.approx(1.08)
+    root = torch.tensor([0.89, 0.75, 0.75, 0.3, 0.6])
+    head = torch.tensor([1.35, 1.20, 1.0, 1.3, 1.2])  # standing, walking, hunched, lying, kneeling
+    assert is_standing(root, head, root_min, head_min).tolist() == [True, True, False, False, False]
+
+
+def test_heading_change_takes_the_short_way_round():
+    before = torch.tensor([3.1, 0.0, -0.5])
+    after = torch.tensor([-3.1, 0.3, -0.2])
+    assert torch.allclose(heading_change(before, after), torch.tensor([2 * math.pi - 6.2, 0.3, 0.3]), atol=1e-5)
+
+
+def test_turning_rate_ignores_yaw_swing_and_stops_at_a_fall():
+    dt, steps = 1.0 / 30.0, 60
+    t = torch.arange(steps, dtype=torch.float64)
+    swing = 0.1 * torch.sin(2 * math.pi * t / 15)  # pelvis yaw swinging 0.1 rad twice a second
+    turning = 1.0 * dt + swing.diff(prepend=swing[:1])  # 1 rad/s turn plus the swing
+    heading_steps = torch.stack([swing.diff(prepend=swing[:1]), turning, turning, turning], dim=1)
+    heading_steps[30:, 2] = 0.0  # latent 2 fell after 30 steps
+    steps_used = torch.tensor([steps, steps, 30, 0])
+    rate = mean_turning_rate(heading_steps, steps_used, window=15, dt=dt)
+    assert float(rate[0]) < 0.05  # swinging on the spot is not turning (step by step: 0.8 rad/s)
+    assert float(rate[1]) == pytest.approx(1.0, abs=0.05) and float(rate[2]) == pytest.approx(1.0, abs=0.05)
+    assert math.isnan(float(rate[3]))
+    short = mean_turning_rate(heading_steps[:, 1:2], torch.tensor([5]), window=15, dt=dt)
+    assert float(short[0]) == pytest.approx(abs(float(heading_steps[:5, 1].sum())) / (5 * dt))
+
+
+def test_spread_and_tile_grid():
+    s = spread(torch.tensor([1.0, 3.0, float("nan")]))
+    assert (s["mean"], s["std"], s["min"], s["max"]) == (2.0, 1.0, 1.0, 3.0)
+    assert math.isnan(spread(torch.tensor([float("nan")]))["mean"])
+    tiles = np.stack([np.full((2, 3, 3), i + 1, dtype=np.uint8) for i in range(5)])
+    grid = tile_grid(tiles, columns=3)
+    assert grid.shape == (4, 9, 3)
+    assert grid[0, 0, 0] == 1 and grid[0, 8, 0] == 3 and grid[3, 4, 0] == 5 and grid[3, 8, 0] == 0
+
+
+# ---------------------------------------------------------------------------- end to end
+
+@pytest.fixture(scope="module")
+def untrained_ase_checkpoint(tmp_path_factory):
+    """A freshly built (untrained) small ASE agent saved as a checkpoint with its config."""
+    from ase_humanoid.builders import build_agent, build_env
+    from ase_humanoid.config import compose_config
+    from ase_humanoid.utils.checkpoint import save_checkpoint
+
+    cfg = compose_config(TINY_ASE)
+    env = build_env(cfg)
+    agent = build_agent(cfg, env)
+    path = tmp_path_factory.mktemp("ase") / "latest.pt"
+    save_checkpoint({"format": "ase_humanoid/1", "epoch": 0, "config": OmegaConf.to_container(cfg, resolve=True),
+                     "agent": agent.state_dict(include_buffers=False)}, path)
+    env.close()
+    return path
+
+
+def _skills_command():
+    spec = importlib.util.spec_from_file_location("ase_skills", PROJECT_ROOT / "benchmarks" / "ase_skills.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_command_reports_json_and_writes_video_and_paths(untrained_ase_checkpoint, tmp_path, capsys):
+    video, paths = tmp_path / "grid.mp4", tmp_path / "paths.png"
+    _skills_command().main([str(untrained_ase_checkpoint), "--latents", "4", "--seconds", "1",
+                            "--getup-episodes", "6", "--getup-seconds", "0.5", "--json",
+                            "--video", str(video), "--paths", str(paths)])
+    report = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert report["latents"] == 4 and report["seconds"] == pytest.approx(1.0) and report["epoch"] == 0
+    assert 0.0 <= report["fall_rate"] <= 1.0
+    assert 0.0 < report["key_body_error_cm"] < 100.0
+    assert report["num_clips"] == 6 and 1 <= report["clip_coverage"] <= 4
+    assert sum(report["clip_counts"].values()) == 4
+    for key in ("root_speed", "turn_rate", "root_height"):
+        s = report[key]
+        assert 0.0 <= s["min"] <= s["mean"] <= s["max"] and s["std"] >= 0.0
+    assert 0.0 < report["root_height"]["max"] < 1.5
+    assert -1.0 <= report["enc_z"] <= 1.0
+    getup = report["getup"]
+    assert getup["episodes"] == 6 and len(getup["stood_up"]) == 6 and 0.0 <= getup["success_rate"] <= 1.0
+    assert getup["root_threshold_m"] == pytest.approx(0.8 * 0.89) and 1.0 < getup["head_threshold_m"] < 1.2
+    per_latent = report["per_latent"]
+    for key in ("skill", "root_speed", "turn_rate", "root_height", "key_body_error_cm", "enc_z", "fell",
+                "fall_time_s"):
+        assert len(per_latent[key]) == 4, key
+    assert set(per_latent["skill"]) <= set(report["clip_counts"])
+    assert report["fall_rate"] == sum(per_latent["fell"]) / 4
+    frames = iio.imread(video)
+    assert frames.shape == (16, 2 * 120, 2 * 160, 3)  # 2x2 tiles of 160x120; 31 states, every 2nd
+    assert frames[0].std() > 10
+    assert iio.imread(paths).shape[-1] in (3, 4)
+
+
+def test_evaluation_prints_the_skill_report(untrained_ase_checkpoint, capsys):
+    from ase_humanoid.app import run
+
+    run(["task=HumanoidASE", "test=true", f"checkpoint={untrained_ase_checkpoint}", "num_envs=2",
+         "test_episodes=2", "task.env.max_episode_length=15"])
+    out = capsys.readouterr().out
+    assert "episode/length=" in out and "quality/key_body_error_cm=" in out  # the evaluation as before
+    assert "skills: 2 fixed latents x 0.5 s" in out
+    for words in ("fall rate", "clip coverage:", "across latents: root speed", "enc(amp_obs) . z", "getup:"):
+        assert words in out
+
+
+def test_training_logs_skill_statistics(tmp_path):
+    """The runner's quality epochs add skills/* from the probe worlds of the training rollout."""
+    from ase_humanoid.builders import build_agent, build_env
+    from ase_humanoid.config import compose_config
+    from ase_humanoid.runner import Runner
+
+    cfg = compose_config(TINY_ASE)
+    env = build_env(cfg)
+    agent = build_agent(cfg, env)
+    runner = Runner(env, agent, tmp_path, config={}, max_epochs=1, quality_every=1, quality_envs=3)
+    stats = runner.learn()
+    env.close()
+    assert "quality/key_body_error_cm" in stats
+    assert 1.0 <= stats["skills/clip_coverage"] <= 3.0
+    assert stats["skills/root_speed_std"] >= 0.0
+    assert -1.0 <= stats["skills/enc_z"] <= 1.0
