@@ -1,0 +1,129 @@
+"""The learning curve of a training run, from its metrics.jsonl: a PNG and a JSON.
+
+    python benchmarks/run_curve.py ~/runs/ase_cpu --out docs/benchmarks/ase_cpu --title "ASE, CPU profile"
+
+Works on any run (AMP, ASE, hierarchical tasks) and across resumed sittings: each epoch's last
+logged line counts (a resume cuts the log back to its checkpoint, so there is one), and the
+training hours are the sum of the epochs' own durations (samples / samples per second), so time
+between sittings does not count. The JSON holds every `--every`-th epoch of the chosen keys and
+a summary of the last `--tail` epochs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+
+# (metrics key, short name, panel title); panels whose key a run never logged are left out.
+CURVE_KEYS = (
+    ("episode/length", "episode_length", "episode length (control steps)"),
+    ("episode/fall_rate", "fall_rate", "fall rate"),
+    ("quality/key_body_error_cm", "key_body_error_cm", "key-body distance to the dataset (cm)"),
+    ("train/disc_reward_mean", "style_reward", "style reward"),
+    ("train/enc_reward_mean", "encoder_reward", "encoder reward"),
+    ("skills/enc_z", "enc_z", "enc(amp_obs) . z (probe worlds)"),
+    ("skills/clip_coverage", "clip_coverage", "clips nearest to probe worlds"),
+    ("train/task_reward_mean", "task_reward", "task reward"),
+    ("perf/samples_per_s", "samples_per_s", "samples per second"),
+)
+
+
+def read_epochs(metrics_path: Path) -> list[dict]:
+    """One record per epoch (the last logged), in epoch order; unreadable lines are skipped
+    with a note (a line torn by a kill)."""
+    by_epoch: dict[int, dict] = {}
+    for number, line in enumerate(metrics_path.read_text().splitlines(), start=1):
+        try:
+            record = json.loads(line)
+            by_epoch[int(record["epoch"])] = record
+        except (ValueError, KeyError, TypeError):
+            print(f"note: {metrics_path}:{number} is not a metrics record; skipped", file=sys.stderr)
+    return [by_epoch[e] for e in sorted(by_epoch)]
+
+
+def curve_points(records: list[dict]) -> list[dict]:
+    """Per epoch: epoch, samples, training hours so far, and the CURVE_KEYS values it has."""
+    points, hours, last_step = [], 0.0, 0
+    for record in records:
+        step = int(record.get("global_step", 0))
+        rate = record.get("perf/samples_per_s")
+        if rate and math.isfinite(rate) and rate > 0:
+            hours += (step - last_step) / rate / 3600.0
+        last_step = step
+        point = {"epoch": int(record["epoch"]), "samples": step, "hours": round(hours, 4)}
+        point.update({name: record[key] for key, name, _ in CURVE_KEYS
+                      if isinstance(record.get(key), (int, float)) and math.isfinite(record[key])})
+        points.append(point)
+    return points
+
+
+def tail_summary(points: list[dict], tail: int) -> dict:
+    """Mean of each curve value over the last `tail` epochs that logged it."""
+    summary = {}
+    for _, name, _ in CURVE_KEYS:
+        values = [p[name] for p in points if name in p][-tail:]
+        if values:
+            summary[name] = round(sum(values) / len(values), 4)
+    return summary
+
+
+def plot(points: list[dict], path: Path, title: str) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    # A key a run never logged, or logged only as 0 (the task reward of pre-training), has no panel.
+    panels = [(name, label) for _, name, label in CURVE_KEYS if any(p.get(name) for p in points)]
+    cols = 3
+    rows = math.ceil(len(panels) / cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(5 * cols, 3.2 * rows), squeeze=False)
+    for ax, (name, label) in zip(axes.flat, panels):
+        xs = [p["samples"] / 1e6 for p in points if name in p]
+        ax.plot(xs, [p[name] for p in points if name in p], linewidth=0.8)
+        ax.set_title(label, fontsize=10)
+        ax.set_xlabel("million samples")
+        ax.grid(alpha=0.3)
+    for ax in list(axes.flat)[len(panels):]:
+        ax.axis("off")
+    last = points[-1]
+    fig.suptitle(f"{title}: {last['epoch']} epochs, {last['samples'] / 1e6:.1f} M samples, "
+                 f"{last['hours']:.2f} h of training")
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("run_dir", help="a run folder (holding metrics.jsonl)")
+    parser.add_argument("--out", required=True, help="output prefix: writes PREFIX.png and PREFIX.json")
+    parser.add_argument("--title", default=None)
+    parser.add_argument("--every", type=int, default=10, help="epochs between points in the JSON")
+    parser.add_argument("--tail", type=int, default=50, help="epochs the summary averages")
+    args = parser.parse_args(argv)
+    metrics = Path(args.run_dir) / "metrics.jsonl"
+    if not metrics.is_file():
+        print(f"error: no metrics.jsonl in '{args.run_dir}'", file=sys.stderr)
+        return 1
+    points = curve_points(read_epochs(metrics))
+    if not points:
+        print(f"error: '{metrics}' holds no epochs", file=sys.stderr)
+        return 1
+    out = Path(args.out)
+    title = args.title or Path(args.run_dir).name
+    plot(points, out.with_suffix(".png"), title)
+    kept = [p for p in points if p["epoch"] % max(args.every, 1) == 0 or p is points[-1]]
+    result = {"run": title, "epochs": points[-1]["epoch"], "samples": points[-1]["samples"],
+              "training_hours": points[-1]["hours"], f"last_{args.tail}_epochs": tail_summary(points, args.tail),
+              "points": kept}
+    out.with_suffix(".json").write_text(json.dumps(result, indent=1) + "\n")
+    print(json.dumps({k: v for k, v in result.items() if k != "points"}))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
