@@ -30,6 +30,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import ase_humanoid  # noqa: E402,F401  (first: sets the OpenMP wait policy before torch loads, as train.py)
+
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -135,18 +137,19 @@ def compare_with_amp_env_only(args, overrides: list[str]) -> int:
     from ase_humanoid.config import compose_config
     from ase_humanoid.runner import Runner
 
+    cfg = compose_config(overrides)
+    if cfg.train.algo != "hrl":
+        raise SystemExit(f"--compare-amp-env-only needs a hierarchical task (train=hrl), not {cfg.train.algo}")
     with tempfile.TemporaryDirectory() as tmp:
-        if not any(o.startswith("llc_checkpoint=") for o in overrides):
+        if not cfg.llc_checkpoint:
             overrides = [*overrides, f"llc_checkpoint={fresh_llc_checkpoint(overrides, Path(tmp))}"]
-        cfg = compose_config(overrides)
-        if cfg.train.algo != "hrl":
-            raise SystemExit(f"--compare-amp-env-only needs a hierarchical task (train=hrl), not {cfg.train.algo}")
+            cfg = compose_config(overrides)
         torch.set_num_threads(args.torch_threads or int(cfg.torch_threads))
         env = build_env(cfg)
         agent = build_agent(cfg, env)
         # Plain AMP with the same envs, simulator and threads (and the same profile).
         amp_cfg = compose_config([o for o in overrides if o.split("=", 1)[0] in
-                                  ("num_envs", "sim", "device", "num_threads", "profile", "seed")]
+                                  ("num_envs", "sim", "device", "num_threads", "profile", "seed", "robot")]
                                  + ["task=HumanoidAMP"])
         amp_env = build_env(amp_cfg)
         llc_steps = env.llc_steps

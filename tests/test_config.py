@@ -80,9 +80,25 @@ def test_unknown_profile_names_the_valid_ones():
 
 
 def test_profile_keys_per_algorithm():
-    """Hierarchical tasks set none (their AMP history comes from the low-level checkpoint)."""
+    """Hierarchical tasks get high-level policy sizes but no AMP history (theirs comes from the
+    low-level checkpoint)."""
     from ase_humanoid.config import profile_overrides
 
-    assert profile_overrides("cpu", "hrl") == {}
+    hrl = profile_overrides("cpu", "hrl")
+    assert hrl["train.params.actor_units"] == [256, 256] and hrl["train.params.mini_epochs"] == 4
+    assert not any(key.startswith("task.") for key in hrl)
     assert profile_overrides("paper", "amp") == {}
     assert profile_overrides("cpu", "ase")["task.env.num_amp_obs_steps"] == 2
+
+
+def test_hierarchical_tasks_pick_the_hrl_section_and_paper_keeps_the_release():
+    cpu = compose_config(["task=HumanoidHeading", "sim=mujoco"])
+    paper = compose_config(["task=HumanoidHeading", "sim=mujoco", "profile=paper"])
+    assert cpu.train.algo == "hrl" and cpu.profile == "cpu"
+    assert list(cpu.train.params.actor_units) == [256, 256] and list(cpu.train.params.critic_units) == [256, 256]
+    assert (cpu.train.params.mini_epochs, cpu.train.params.minibatch_size) == (4, "batch/2")
+    assert cpu.train.params.learning_rate == 1e-4
+    assert cpu.task.env.num_amp_obs_steps == paper.task.env.num_amp_obs_steps  # the task's; the LLC decides
+    # paper: exactly cfg/train/hrl.yaml (the release's values)
+    assert list(paper.train.params.actor_units) == [1024, 512] and paper.train.params.mini_epochs == 6
+    assert paper.train.params.minibatch_size == "auto" and paper.train.params.learning_rate == 2e-5

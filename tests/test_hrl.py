@@ -97,6 +97,63 @@ def test_one_high_level_step_is_llc_steps_control_steps():
     plain.close()
 
 
+def test_style_embedding_once_per_high_level_step_gives_the_same_actions():
+    """The latent holds for llc_steps steps, so its style embedding is computed once: same numbers."""
+    env = make_env("HumanoidHeading", num_envs=1, robot="amp_humanoid", **FAST)
+    llc = random_llc(env)
+    gen = torch.Generator().manual_seed(3)
+    obs = torch.randn(6, llc.obs_dim, generator=gen)
+    z = latent_from_action(torch.randn(6, 64, generator=gen))
+    style = llc.style(z)
+    assert style.shape == (6, TINY_ASE.latent_dim)
+    with torch.no_grad():
+        expected = llc.actor(llc.obs_norm.normalize(obs), z)
+    assert torch.equal(llc.actions_for_style(obs, style), expected)
+    assert torch.equal(llc.actions(obs, z), expected)
+    env.close()
+
+
+def test_batched_style_reward_equals_the_per_step_rewards_of_the_episode():
+    """The LLC discriminator rates the llc_steps AMP observations of a high-level step in one
+    batch; the result is the mean of the per-step rewards over the steps inside the episode.
+    Episodes of 7 control steps, high-level steps of 5: the second high-level step counts 2."""
+    kwargs = dict(num_envs=3, robot="amp_humanoid", max_episode_length=7, **FAST)
+    hier, plain = make_env("HumanoidReach", **kwargs), make_env("HumanoidReach", **kwargs)
+    llc = random_llc(plain)
+    gen = torch.Generator().manual_seed(2)
+    llc.amp_norm.mean.normal_(generator=gen)  # a non-trivial normaliser, as a trained LLC has
+    llc.amp_norm.var.uniform_(0.5, 2.0, generator=gen)
+    make_hrl_env(hier, llc, llc_steps=5)
+    obs_p = plain.reset()
+    hier.reset()
+    latents = [2.0 * torch.rand(3, 64, generator=gen) - 1.0 for _ in range(2)]
+    per_step_style, per_step_task = [], []
+    for latent in latents:
+        z = latent_from_action(latent)
+        for _ in range(5):
+            obs_p, reward, _, _, info = plain.step(llc.actions(obs_p[:, :llc.obs_dim], z))
+            per_step_style.append(llc.calc_style_reward(info["amp_obs"]))
+            per_step_task.append(reward)
+    infos, rewards = [], []
+    for latent in latents:
+        _, reward, _, truncated, info = hier.step(latent)
+        infos.append(info)
+        rewards.append(reward)
+    assert bool(truncated.all())  # the episodes ended at low-level step 2 of the second step
+    style, task = torch.stack(per_step_style), torch.stack(per_step_task)  # [10, 3]
+    for got, expected in ((infos[0]["style_reward"], style[:5].mean(0)), (infos[1]["style_reward"], style[5:7].mean(0)),
+                          (rewards[0], task[:5].mean(0)), (rewards[1], task[5:7].mean(0))):
+        torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-6)
+    # the batch gives the per-step rewards themselves, masked as the episode says
+    amp_obs = [torch.randn(3, llc.amp_obs_dim, generator=gen) for _ in range(5)]
+    counted = torch.tensor([[1.0, 1.0, 1.0]] * 2 + [[0.0, 1.0, 1.0]] * 3)  # env 0: two steps
+    one_by_one = torch.stack([llc.calc_style_reward(x) for x in amp_obs])  # [5, 3]
+    expected = torch.cat([one_by_one[:2, :1].mean(0), one_by_one[:, 1:].mean(0)])
+    torch.testing.assert_close(hier.mean_style_reward(amp_obs, counted), expected, rtol=1e-6, atol=1e-7)
+    hier.close()
+    plain.close()
+
+
 def test_high_level_actions_are_clamped_before_normalising():
     """As the release: components beyond [-1, 1] (sampling noise around the tanh mean) are cut."""
     actions = torch.tensor([[3.0, 0.5, 0.0], [1.0, 0.5, 0.0], [-0.2, 0.0, 0.0]])

@@ -61,8 +61,11 @@ class HRLConfig(PPOConfig):
 class LowLevelController(nn.Module):
     """Frozen ASE policy and discriminator with the normalisers they were trained with.
 
-    `actions(obs [n, obs_dim], z [n, latent_dim]) -> [n, action_dim]` (deterministic mean);
+    `actions(obs [n, obs_dim], z [n, latent_dim]) -> [n, action_dim]` (deterministic mean), or in
+    two parts for a latent held over several steps: `style(z) -> [n, style_dim]` once, then
+    `actions_for_style(obs, style)` per step (the same numbers);
     `calc_style_reward(amp_obs [n, amp_obs_dim]) -> [n]` (unweighted, the LLC's own scale).
+    All run under `torch.inference_mode` (frozen networks, no autograd bookkeeping).
     """
 
     def __init__(self, ase_config: ASEConfig, obs_dim: int, action_dim: int, amp_obs_dim: int,
@@ -84,12 +87,22 @@ class LowLevelController(nn.Module):
         self.requires_grad_(False)
         self.eval()
 
-    @torch.no_grad()
+    @torch.inference_mode()
     def actions(self, obs: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
-        obs_n = self.obs_norm.normalize(obs) if self.ase_config.normalize_input else obs
-        return self.actor(obs_n, z)
+        return self.actions_for_style(obs, self.style(z))
 
-    @torch.no_grad()
+    @torch.inference_mode()
+    def style(self, z: torch.Tensor) -> torch.Tensor:
+        """The actor's style embedding `[n, style_dim]` of unit latents `z [n, latent_dim]`."""
+        return self.actor.style(z)
+
+    @torch.inference_mode()
+    def actions_for_style(self, obs: torch.Tensor, style: torch.Tensor) -> torch.Tensor:
+        """Deterministic actions `[n, action_dim]` for `obs [n, obs_dim]` and `style = style(z)`."""
+        obs_n = self.obs_norm.normalize(obs) if self.ase_config.normalize_input else obs
+        return self.actor.forward_style(obs_n, style)
+
+    @torch.inference_mode()
     def calc_style_reward(self, amp_obs: torch.Tensor) -> torch.Tensor:
         amp_n = self.amp_norm.normalize(amp_obs) if self.ase_config.normalize_amp_input else amp_obs
         return style_reward(self.disc.logit(amp_n), self.ase_config.disc_reward_scale)
@@ -203,6 +216,11 @@ class HRLEnv:
     so every episode starts at a high-level step with a latent chosen from its first
     observation, as in the release (which holds the ended episode until the high-level step ends).
 
+    Per high-level step the LLC computes the latent's style embedding once (the latent holds for
+    all low-level steps), its actor once per control step, and its discriminator once, on the
+    AMP observations of all low-level steps together (`mean_style_reward`): the numbers of the
+    per-step computation, in fewer and larger batches.
+
     Being the task env itself (not a wrapper object), its whole state -- episode counters, goals,
     AMP history, physics -- stays in one object for checkpoints.
     """
@@ -233,43 +251,53 @@ class HRLEnv:
         if self._needs_reset:
             self.reset()
         z = latent_from_action(torch.as_tensor(actions, device=self.device, dtype=torch.float32))
+        style = self.llc.style(z)  # [N, style_dim], once: z holds for all low-level steps
         n, dev = self.num_envs, self.device
-        task_sum, style_sum, counted = (torch.zeros(n, device=dev) for _ in range(3))
+        task_sum = torch.zeros(n, device=dev)
         ended = torch.zeros(n, dtype=torch.bool, device=dev)
         terminated_any, truncated_any = ended.clone(), ended.clone()
         final_obs = self.hl_obs
         end_length = torch.zeros(n, dtype=torch.long, device=dev)
+        amp_obs, in_episode = [], []  # per low-level step: [N, amp_obs_dim], [N] bool
         for _ in range(self.llc_steps):
-            low_actions = self.llc.actions(self.hl_obs[:, :self.llc.obs_dim], z)
+            low_actions = self.llc.actions_for_style(self.hl_obs[:, :self.llc.obs_dim], style)
             obs, reward, terminated, truncated, info = super().step(low_actions)
-            active = ~ended
+            active = ~ended  # the step belongs to the episode the high-level step began in
             task_sum += reward * active
-            style_sum += self.llc.calc_style_reward(info["amp_obs"]) * active
-            counted += active.float()
-            done = terminated | truncated
-            done_now = done & active
-            final_obs = torch.where(done_now.unsqueeze(-1), info["final_obs"], final_obs)
+            amp_obs.append(info["amp_obs"])
+            in_episode.append(active)
+            done_now = (terminated | truncated) & active
             if bool(done_now.any()):
+                final_obs = torch.where(done_now.unsqueeze(-1), info["final_obs"], final_obs)
                 lengths = torch.zeros(n, dtype=torch.long, device=dev)
-                lengths[done] = info["episode"]["length"]  # [k] in env order
+                lengths[terminated | truncated] = info["episode"]["length"]  # [k] in env order
                 end_length = torch.where(done_now, lengths, end_length)
-            terminated_any |= terminated & active
-            truncated_any |= truncated & active
-            ended |= done_now
+                terminated_any |= terminated & active
+                truncated_any |= truncated & active
+                ended |= done_now
             self.hl_obs = obs
         # Episodes that ended before the last low-level step began a new episode under the old
         # latent: start them again here, at the high-level step, from a fresh reset.
         restart = (ended & (self.episode_steps > 0)).nonzero(as_tuple=False).flatten()
         if restart.numel():
             self.hl_obs = self.hl_obs.index_copy(0, restart, self.restart_episodes(restart))
-        task_reward = task_sum / counted
+        counted = torch.stack(in_episode).float()  # [llc_steps, N]
+        task_reward = task_sum / counted.sum(0)
         self.hl_episode_return += task_reward
-        info = {"style_reward": style_sum / counted,
+        info = {"style_reward": self.mean_style_reward(amp_obs, counted),
                 "final_obs": torch.where(ended.unsqueeze(-1), final_obs, self.hl_obs),
-                "amp_obs": info["amp_obs"], "terminate": terminated_any,
+                "amp_obs": amp_obs[-1], "terminate": terminated_any,
                 "episode": {"return": self.hl_episode_return[ended].clone(), "length": end_length[ended]}}
         self.hl_episode_return[ended] = 0.0
         return self.hl_obs, task_reward, terminated_any, truncated_any & ~terminated_any, info
+
+    def mean_style_reward(self, amp_obs: list[torch.Tensor], counted: torch.Tensor) -> torch.Tensor:
+        """The LLC discriminator's style reward `[N]` of one high-level step: the mean over its
+        low-level steps that belong to the episode (`counted [llc_steps, N]`, 1 or 0) of the reward
+        of each step's AMP observation (`amp_obs`: llc_steps tensors `[N, amp_obs_dim]`), all
+        steps rated in one batch `[llc_steps * N, amp_obs_dim]`."""
+        rewards = self.llc.calc_style_reward(torch.cat(amp_obs)).view(len(amp_obs), self.num_envs)
+        return (rewards * counted).sum(0) / counted.sum(0)
 
 
 _HRL_CLASSES: dict[type, type] = {}

@@ -74,7 +74,9 @@ class ValueNet(nn.Module):
 class LatentActor(nn.Module):
     """ASE actor: z -> style MLP -> tanh(linear) = style embedding, then MLP on [obs, style].
 
-    `forward(obs [n, obs_dim], z [n, latent_dim]) -> mu [n, action_dim]`.
+    `forward(obs [n, obs_dim], z [n, latent_dim]) -> mu [n, action_dim]`;
+    `forward_style(obs, style(z) [n, style_dim])` is the same with the embedding computed once
+    for a latent that holds over several steps.
     """
 
     def __init__(self, obs_dim: int, latent_dim: int, action_dim: int, units: list[int],
@@ -94,7 +96,10 @@ class LatentActor(nn.Module):
         return torch.tanh(self.style_out(self.style_mlp(z)))
 
     def forward(self, obs: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
-        return self.body(torch.cat([obs, self.style(z)], dim=-1))
+        return self.forward_style(obs, self.style(z))
+
+    def forward_style(self, obs: torch.Tensor, style: torch.Tensor) -> torch.Tensor:
+        return self.body(torch.cat([obs, style], dim=-1))
 
 
 class Discriminator(nn.Module):
