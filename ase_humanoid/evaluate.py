@@ -94,7 +94,21 @@ def evaluate(cfg: DictConfig) -> dict[str, float]:
 
     if cfg.viewer:
         return run_viewer(env, agent)
+    stats = run_episodes(env, agent, cfg)
+    if reports_skills(cfg):
+        from ase_humanoid.skills import SkillOptions, format_summary
 
+        # one latent per test episode, capped so that the report stays under a minute on 2 cores
+        options = SkillOptions(num_latents=min(int(cfg.test_episodes), MAX_TEST_SKILL_LATENTS),
+                               steps=int(cfg.task.env.max_episode_length), seed=int(cfg.seed))
+        print(format_summary(skill_report(cfg, options)), flush=True)
+    return stats
+
+
+def run_episodes(env, agent, cfg: DictConfig) -> dict[str, float]:
+    """Run `agent` (anything with `act(obs, deterministic=True)`; None for view-motion) until
+    `cfg.test_episodes` episodes have ended and `cfg.video` is long enough; print and return
+    episode statistics, motion quality and task metrics."""
     frames, recorder = [], None
     frame_rate = 1.0 / env.dt  # every control step of the simulator, also under a high-level policy
     max_video_frames = int(cfg.video_seconds * frame_rate) if cfg.video else 0
@@ -144,13 +158,6 @@ def evaluate(cfg: DictConfig) -> dict[str, float]:
         recorder.close()
         print(f"video: {path} ({len(frames)} frames)")
     print(" ".join(f"{k}={v:.4g}" for k, v in sorted(stats.items())), flush=True)
-    if reports_skills(cfg):
-        from ase_humanoid.skills import SkillOptions, format_summary
-
-        # one latent per test episode, capped so that the report stays under a minute on 2 cores
-        options = SkillOptions(num_latents=min(int(cfg.test_episodes), MAX_TEST_SKILL_LATENTS),
-                               steps=int(cfg.task.env.max_episode_length), seed=int(cfg.seed))
-        print(format_summary(skill_report(cfg, options)), flush=True)
     return stats
 
 

@@ -98,3 +98,18 @@ def test_hierarchical_task_uses_the_shipped_controller_by_default(shipped, tmp_p
     run(["task=HumanoidLocation", f"run_dir={run_dir}", *TRAIN])
     assert "using the shipped controller" in capsys.readouterr().out
     assert f"llc_checkpoint: {shipped / 'tiny_llc.pt'}" in (run_dir / "config.yaml").read_text()
+
+
+def test_random_high_level_policy_baseline(shipped):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    import hrl_random_policy
+
+    result = hrl_random_policy.main(["--task", "HumanoidLocation", "--episodes", "2", "--envs", "2",
+                                     f"llc_checkpoint={shipped / 'tiny_llc.pt'}", "num_threads=1",
+                                     "task.env.max_episode_length=30"])
+    assert result["policy"] == "random latents" and result["episode/count"] >= 2
+    assert 0.0 <= result["task/success_rate"] <= 1.0 and result["task/final_distance"] > 0.0
+    policy = hrl_random_policy.RandomLatentPolicy(64, seed=0, device="cpu")
+    actions = policy.act(torch.zeros(500, 3))["actions"]
+    assert actions.shape == (500, 64) and actions.min() >= -1.0 and actions.max() <= 1.0
+    assert abs(float(actions.mean())) < 0.05  # uniform around 0: no preferred skill
