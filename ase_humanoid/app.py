@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import random
 from pathlib import Path
@@ -83,30 +84,56 @@ def resume_checkpoint_path(cfg: DictConfig, run_dir: Path) -> Path:
     resume_from = Path(resolve_path(cfg.checkpoint)) if cfg.checkpoint else run_dir / "latest.pt"
     if resume_from.is_dir():
         resume_from = resume_from / "latest.pt"
+    # A resume continues (and rewrites) the checkpoint's own run: a run_dir naming another
+    # folder would be silently ignored.
+    if cfg.checkpoint and cfg.run_dir is not None and resume_from.parent.resolve() != run_dir.resolve():
+        raise ConfigError(f"resume=true with run_dir='{run_dir}' and checkpoint='{cfg.checkpoint}' in another "
+                          f"folder ('{resume_from.parent}'): a resume continues the checkpoint's own run; give "
+                          "only one of them, or start a new run from its weights with resume=false")
     if not resume_from.is_file():
         raise CheckpointError(f"resume=true but there is no checkpoint at '{resume_from}' "
                               "(give run_dir=<run folder> or checkpoint=<file>)")
     return resume_from
 
 
-def prepare_run_dir(cfg: DictConfig, is_main: bool) -> tuple[Path, Path | None, dict | None]:
-    """(run folder, checkpoint resumed from, its state) before anything is built: a resume reads
-    and checks its checkpoint, a new run refuses a folder holding another run, and rank 0
-    checks that the folder is writable."""
+def locate_run_dir(cfg: DictConfig) -> tuple[Path, Path | None]:
+    """(run folder, checkpoint to resume from or None): a resume continues its checkpoint's run."""
+    run_dir = make_run_dir(cfg)
+    if not cfg.resume:
+        return run_dir, None
+    resume_from = resume_checkpoint_path(cfg, run_dir)
+    return resume_from.parent, resume_from
+
+
+def check_resume_counters(state: dict, path: Path, max_epochs: int) -> None:
+    """A resume trusts the checkpoint's counters: a negative epoch would cut every logged epoch
+    from metrics.jsonl, and max_epochs at or below it would only rewrite latest.pt."""
+    for key in ("epoch", "global_step"):
+        value = state.get(key)
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise CheckpointError(f"checkpoint '{path}': '{key}' is {value!r}, not a whole number >= 0; "
+                                  "it was not written by this project's training, or was edited")
+    if max_epochs <= state["epoch"]:
+        raise ConfigError(f"resume=true from '{path}': the run is at epoch {state['epoch']} and max_epochs="
+                          f"{max_epochs}; give max_epochs greater than {state['epoch']} to train further")
+
+
+def prepare_run_dir(cfg: DictConfig, run_dir: Path, resume_from: Path | None, is_main: bool) -> dict | None:
+    """Before anything is built: a resume reads and checks its checkpoint (returns its state),
+    a new run refuses a folder holding another run, and rank 0 checks that the folder is
+    writable."""
     import ase_humanoid.run_dir as run_folder
 
-    run_dir = make_run_dir(cfg)
-    resume_from = resumed_state = None
-    if cfg.resume:
-        resume_from = resume_checkpoint_path(cfg, run_dir)
-        run_dir = resume_from.parent
+    resumed_state = None
+    if resume_from is not None:
         resumed_state = load_checkpoint(resume_from, map_location=str(cfg.device))
         require_entries(resumed_state, resume_from, RESUME_ENTRIES, "to resume")
+        check_resume_counters(resumed_state, resume_from, int(cfg.max_epochs))
     else:
         run_folder.refuse_existing_run(run_dir)
     if is_main:
         run_folder.check_writable(run_dir)
-    return run_dir, resume_from, resumed_state
+    return resumed_state
 
 
 def repair_logs_for_resume(run_dir: Path, epoch: int, global_step: int) -> int:
@@ -121,12 +148,21 @@ def repair_logs_for_resume(run_dir: Path, epoch: int, global_step: int) -> int:
 
 
 def train(cfg: DictConfig, rank: int = 0, world_size: int = 1) -> Path:
+    from ase_humanoid.run_dir import hold_run_dir
+
+    run_dir, resume_from = locate_run_dir(cfg)
+    # Rank 0 (the only writer) holds the folder for the whole run, before reading anything in it.
+    with hold_run_dir(run_dir) if rank == 0 else contextlib.nullcontext():
+        return train_in_run_dir(cfg, run_dir, resume_from, rank, world_size)
+
+
+def train_in_run_dir(cfg: DictConfig, run_dir: Path, resume_from: Path | None, rank: int, world_size: int) -> Path:
     from ase_humanoid.run_dir import write_text_atomic
     from ase_humanoid.runner import Runner
     from ase_humanoid.utils.logger import TrainingLogger
 
     is_main = rank == 0
-    run_dir, resume_from, resumed_state = prepare_run_dir(cfg, is_main)
+    resumed_state = prepare_run_dir(cfg, run_dir, resume_from, is_main)
     start_state = None
     if resumed_state is None and cfg.checkpoint:
         start_state = load_checkpoint(resolve_path(cfg.checkpoint), str(cfg.device))

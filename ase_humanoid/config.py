@@ -99,6 +99,7 @@ def compose_config(overrides: list[str] | tuple[str, ...] = (), cfg_dir: Path = 
     OmegaConf.set_struct(cfg, False)
     resolve_auto(cfg)
     apply_profile(cfg, explicit_keys={k for k, _ in pairs}, cfg_dir=cfg_dir)
+    check_machine_limits(cfg)  # after the profile: it sets the AMP buffer sizes
     OmegaConf.set_struct(cfg, True)
     return cfg
 
@@ -170,17 +171,76 @@ def check_device(device: str) -> None:
         raise ConfigError(f"config key 'device': '{device}' but there are {count} CUDA GPU(s): cuda:0..cuda:{count - 1}")
 
 
-def _require_int(cfg: DictConfig, key: str, minimum: int, zero_means: str = "") -> None:
+def _require_int(cfg: DictConfig, key: str, minimum: int, zero_means: str = "", maximum: int | None = None) -> None:
     value = cfg[key]
-    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+    if (not isinstance(value, int) or isinstance(value, bool) or value < minimum
+            or (maximum is not None and value > maximum)):
         meaning = f" (0: {zero_means})" if zero_means else ""
-        raise ConfigError(f"config key '{key}' must be an integer >= {minimum}{meaning}, got {value!r}")
+        allowed = f">= {minimum}" + (f" and <= {maximum}" if maximum is not None else "")
+        raise ConfigError(f"config key '{key}' must be an integer {allowed}{meaning}, got {value!r}")
+
+
+# Bounds on counts: a typo such as num_threads=100000 must be an error, not 100000 threads (fork()
+# then failed machine-wide) or an allocation that drives the machine out of memory.
+THREADS_PER_CPU = 4            # more threads than this per core only slow a run down
+MAX_TEST_EPISODES = 1_000_000
+# Least memory one item can take; a count whose items cannot all fit in the machine's memory is
+# refused. An env with its rollout storage: >= 32 KiB (HumanoidAMP on CPU measured 73 KB). An
+# AMP sample: >= 64 float32 per observation step (105 for amp_humanoid). A reset/fall pool
+# state: >= 512 bytes (amp_humanoid's qpos + qvel are 69 float64).
+ENV_BYTES = 32 * 1024
+AMP_STEP_BYTES = 64 * 4
+POOL_STATE_BYTES = 512
+MEMORY_BOUNDED_KEYS = {
+    "num_envs": ("envs", ENV_BYTES),
+    "quality_envs": ("envs", ENV_BYTES),
+    "train.params.amp_obs_demo_buffer_size": ("AMP samples", AMP_STEP_BYTES),  # x num_amp_obs_steps
+    "train.params.amp_replay_buffer_size": ("AMP samples", AMP_STEP_BYTES),
+    "task.env.reset_pool_size": ("pooled states", POOL_STATE_BYTES),
+    "task.env.fall_pool_size": ("pooled states", POOL_STATE_BYTES),
+}
+
+
+def machine_memory_bytes() -> int:
+    """Physical memory of this machine; 1 TiB where the OS does not say (no os.sysconf)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        return 2**40
+
+
+def check_machine_limits(cfg: DictConfig) -> None:
+    """ConfigError for a thread count above THREADS_PER_CPU x the cores, or a count of envs,
+    samples or states whose least memory (MEMORY_BOUNDED_KEYS) exceeds the machine's."""
+    cpus = os.cpu_count() or 1
+    for key in ("num_threads", "torch_threads", "update_threads"):
+        if cfg[key] > THREADS_PER_CPU * cpus:  # an integer >= 1 here (resolve_auto)
+            raise ConfigError(f"config key '{key}' is {cfg[key]}: at most {THREADS_PER_CPU * cpus} threads "
+                              f"({THREADS_PER_CPU} per CPU core, {cpus} cores here); more only slow the run "
+                              "and can exhaust the machine's processes")
+    memory = machine_memory_bytes()
+    amp_steps = OmegaConf.select(cfg, "task.env.num_amp_obs_steps", default=1)
+    amp_steps = amp_steps if isinstance(amp_steps, int) and amp_steps > 0 else 1
+    for key, (what, item_bytes) in MEMORY_BOUNDED_KEYS.items():
+        value = OmegaConf.select(cfg, key, default=None)
+        if not isinstance(value, int) or isinstance(value, bool):
+            continue  # absent for this task/algorithm, null, or a type error reported where it is used
+        item_bytes *= amp_steps if what == "AMP samples" else 1
+        if value * item_bytes > memory:
+            raise ConfigError(f"config key '{key}': {value:,} {what} need at least "
+                              f"{value * item_bytes / 1e9:,.1f} GB ({item_bytes:,} bytes each) but this machine has "
+                              f"{memory / 1e9:,.1f} GB of memory; give at most {memory // item_bytes:,}")
 
 
 def check_run_keys(cfg: DictConfig) -> None:
-    """Cadences and counts that must be positive (0 or less would be silently ignored)."""
-    for key in ("checkpoint_every", "test_episodes"):
-        _require_int(cfg, key, 1)
+    """Cadences and counts that must be positive (0 or less would be silently ignored), and a
+    run_dir that names a folder."""
+    if isinstance(cfg.run_dir, str) and not cfg.run_dir.strip():
+        # Path("") is the current folder: the run's files would land wherever train.py was started.
+        raise ConfigError(f"config key 'run_dir' is empty ({cfg.run_dir!r}); give a folder path, or null for "
+                          "runs/<task>_<date>_<time>")
+    _require_int(cfg, "checkpoint_every", 1)
+    _require_int(cfg, "test_episodes", 1, maximum=MAX_TEST_EPISODES)
     _require_int(cfg, "save_every", 0, "no numbered snapshots")
     _require_int(cfg, "quality_every", 0, "no motion-quality measurement")
     _require_int(cfg, "quality_envs", 0)

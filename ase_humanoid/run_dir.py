@@ -1,20 +1,33 @@
-"""The run folder's life: refuse to overwrite another run, fail early on a folder that cannot be
-written, write config.yaml atomically, and on resume put the logs back where the checkpoint
-stands (metrics.jsonl truncated, TensorBoard purged after its step) and drop the temp files a
-kill during a checkpoint write leaves behind."""
+"""The run folder's life: one training process at a time holds it (a lock), refuse to overwrite
+another run, fail early on a folder that cannot be written, write config.yaml atomically, and on
+resume put the logs back where the checkpoint stands (metrics.jsonl truncated, TensorBoard purged
+after its step) and drop the temp files a kill during a checkpoint write leaves behind."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import re
 import tempfile
 from pathlib import Path
+from typing import Iterator
 
 from ase_humanoid.errors import ConfigError
 from ase_humanoid.utils.atomic_file import write_atomic
 
 # Files whose presence means "a run lives here".
 RUN_FILES = ("latest.pt", "metrics.jsonl", "config.yaml", "replay")  # replay/: the AMP replay journal
+LOCK_FILE = ".lock"  # held (flock) by the training process using the folder; the file itself stays
+
+# Temp files this project's atomic writes (utils/atomic_file.py: mkstemp, 8 random characters)
+# and writability probe leave when killed, by folder: a user's own `.notes.tmp` is not one.
+_RANDOM = r"[a-z0-9_]{8}"
+STALE_TEMP_PATTERNS = {
+    ".": re.compile(rf"\.(latest\.pt|epoch_\d+\.pt|config\.yaml|metrics\.jsonl)\.{_RANDOM}\.tmp"
+                    rf"|\.write_check\.{_RANDOM}"),
+    "replay": re.compile(rf"\.replay_\d+\.journal\.{_RANDOM}\.tmp"),
+}
 
 
 def existing_run_files(run_dir: Path) -> list[str]:
@@ -46,15 +59,57 @@ def check_writable(run_dir: Path) -> None:
         raise ConfigError(f"run_dir '{run_dir}' is not writable: {exc.strerror or exc}") from exc
 
 
+def _try_lock(fd: int) -> bool:
+    """Take an exclusive lock on open file `fd` without waiting; False if another process holds
+    it. The OS drops it when the process ends, a kill included, so it is never left stuck."""
+    try:
+        import fcntl
+    except ImportError:  # Windows
+        import msvcrt
+
+        try:
+            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+        except OSError:
+            return False
+        return True
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
+
+
+@contextlib.contextmanager
+def hold_run_dir(run_dir: Path) -> Iterator[None]:
+    """Hold `run_dir` for one training process while the block runs: a second run on the same
+    folder (new or resumed) would delete the first one's replay journal and interleave
+    metrics.jsonl, so it gets a ConfigError instead. Creates the folder (ConfigError if it
+    cannot); the lock file is opened without being written, so holding changes nothing."""
+    lock_path = run_dir / LOCK_FILE
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise ConfigError(f"run_dir '{run_dir}' is not writable: {exc.strerror or exc}") from exc
+    try:
+        if not _try_lock(fd):
+            raise ConfigError(f"run_dir '{run_dir}' is in use by another training process (it holds "
+                              f"'{lock_path}'); wait for that run to end or stop it, or give another run_dir")
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
 def write_text_atomic(path: Path, text: str) -> None:
     """Temp file + rename: a full disk leaves the old file (or none), never an empty one."""
     write_atomic(path, lambda f: f.write(text.encode()))
 
 
 def remove_stale_temp_files(run_dir: Path) -> list[Path]:
-    """Delete `.<name>.*.tmp` files left by a kill during an atomic write; returns them."""
-    stale = [p for p in [*run_dir.glob(".*.tmp"), *run_dir.glob("replay/.*.tmp")]
-             if p.is_file() and not p.name.startswith(".write_check.")]
+    """Delete the temp files of STALE_TEMP_PATTERNS left by a kill during an atomic write (only
+    those: other files in the folder are the user's); returns them."""
+    stale = [path for folder, pattern in STALE_TEMP_PATTERNS.items() if (run_dir / folder).is_dir()
+             for path in (run_dir / folder).iterdir() if pattern.fullmatch(path.name) and path.is_file()]
     for path in stale:
         path.unlink(missing_ok=True)
     return stale

@@ -167,7 +167,7 @@ def test_resume_from_an_older_checkpoint_does_not_repeat_logged_epochs(tmp_path)
     older = (run_dir / "latest.pt").read_bytes()  # epoch 1
     _train(run_dir, "checkpoint_every=1", "resume=true", "max_epochs=3")
     (run_dir / "latest.pt").write_bytes(older)  # e.g. the user restores a backup
-    stale = run_dir / ".latest.pt.k1ll3d.tmp"  # what a kill during a checkpoint write leaves
+    stale = run_dir / ".latest.pt.k1ll3d00.tmp"  # what a kill during a checkpoint write leaves
     stale.write_bytes(b"partial")
     _train(run_dir, "checkpoint_every=1", "resume=true", "max_epochs=3")
     epochs = [json.loads(line)["epoch"] for line in (run_dir / "metrics.jsonl").read_text().splitlines()]

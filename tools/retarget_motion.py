@@ -21,7 +21,8 @@ Settings (YAML keys; a preset < the config file < command-line flags):
     source_up     y | z
     scale         source length unit -> metres
     ground        geoms | origins | none;  root_height_offset: height of the lowest point (m)
-    fps           output frame rate (default: the source's)
+    fps           output frame rate, 1 to 1000 (default: the source's); the resampled clip may
+                  hold at most 4M frames x joints
     start, end    frames to keep, counted at the OUTPUT rate (after resampling), end exclusive
     out           output poselib SkeletonMotion .npy
 `scale`, `tpose`, `tpose_up`, `source_up`, `ground` and `root_height_offset` may be given per
@@ -76,7 +77,7 @@ def main(argv=None) -> int:
         path = save_poselib(clip, settings["out"])
     except AseHumanoidError as err:
         print(f"error: {err}", file=sys.stderr)
-        return 1
+        return 2
     print(f"wrote {path}: {clip.num_frames} frames at {clip.fps:g} fps on {robot.name}; "
           f"ground shift {result.ground_shift:+.3f} m; dof round-trip error "
           f"{dof_round_trip_error(robot, result.local_rotation):.1e} rad")

@@ -107,12 +107,16 @@ class MotionClip:
             self.global_angular_velocity[sl],
         )
 
+    def resampled_num_frames(self, fps: float) -> int:
+        """Frames of `resample(fps)`, known before it allocates them."""
+        return int(math.floor(self.duration * _check_fps(fps) + 1e-6)) + 1
+
     def resample(self, fps: float) -> "MotionClip":
         """The clip at a new frame rate over the same time span (frames at k / fps for
         k = 0 .. floor(duration * fps)): slerp of local rotations, lerp of the root translation,
         velocities recomputed."""
         fps = _check_fps(fps)
-        num_new = int(math.floor(self.duration * fps + 1e-6)) + 1
+        num_new = self.resampled_num_frames(fps)
         times = torch.arange(num_new, dtype=torch.float64) / fps
         src = (times * self.fps).clamp(max=self.num_frames - 1)
         i0 = src.floor().long().clamp(max=self.num_frames - 1)

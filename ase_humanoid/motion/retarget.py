@@ -52,8 +52,10 @@ from ase_humanoid.motion.retarget_settings import (
     PROJECT_ROOT,
     SOURCE_FORMATS,
     TARGETS,
+    check_resampled_size,
     load_retarget_settings,
     load_source,
+    output_fps,
     per_format_value,
     preset_names,
     resolve_settings_path,
@@ -242,6 +244,7 @@ def retarget_clip(
 
     clip = source.to(dtype=dtype)
     if fps is not None and float(fps) != clip.fps:
+        check_resampled_size(clip, fps)
         clip = clip.resample(fps)
     clip = clip.trim(start, end)
     result = retarget_motion(names, clip.global_rotation, clip.global_translation[:, 0], tpose_names, tpose_global,
@@ -266,6 +269,7 @@ def retarget_from_settings(settings: dict):
     target = settings.get("target", "amp_humanoid")
     if target not in TARGETS:
         raise ConfigError(f"retarget key 'target': '{target}' is not one of {', '.join(TARGETS)}")
+    fps = output_fps(settings.get("fps"))  # before the source is read: a bad rate fails fast
     robot = load_robot(target)
     source = load_source(settings["source"], settings.get("asf"))
     config = RetargetConfig(
@@ -284,10 +288,9 @@ def retarget_from_settings(settings: dict):
     if isinstance(target_tpose, str) and target_tpose not in TARGET_TPOSE_MODES:
         target_tpose = load_poselib(resolve_settings_path(target_tpose, PROJECT_ROOT), dtype=torch.float64)
     tpose_up = per_format_value(settings, "tpose_up", fmt, None)
-    fps = settings.get("fps")
     start = int(settings.get("start") or 0)
     end = settings.get("end")
     clip, result = retarget_clip(source, robot, config, source_tpose=tpose, target_tpose=target_tpose,
-                                 tpose_up=tpose_up, fps=float(fps) if fps else None, start=start,
+                                 tpose_up=tpose_up, fps=fps, start=start,
                                  end=int(end) if end is not None else None)
     return clip, result, robot

@@ -24,6 +24,13 @@ CONFIG_KEYS = (
 )
 
 
+# Output frame rates accepted (mocap is captured at 30-480 fps), and the most frames x joints a
+# resampled clip may have: retargeting holds about 800 bytes per frame and joint (float64 clip,
+# velocities, global transforms), so 4M is about 3 GB; --fps 1e7 would have needed terabytes.
+FPS_RANGE = (1.0, 1000.0)
+MAX_RESAMPLED_FRAME_JOINTS = 4_000_000
+
+
 # Keys whose value may be a mapping {source format: value}.
 PER_FORMAT_KEYS = ("scale", "tpose", "tpose_up", "source_up", "root_height_offset", "ground")
 
@@ -107,3 +114,27 @@ def per_format_value(settings: dict, key: str, fmt: str, default=None):
             raise ConfigError(f"retarget key '{key}': no value for source format '{fmt}' in {value}")
         value = value[fmt]
     return value
+
+
+def output_fps(value) -> float | None:
+    """The `fps` setting as a number in FPS_RANGE; None when absent (keep the source's rate)."""
+    if value is None:
+        return None
+    try:
+        fps = float(value) if not isinstance(value, bool) else float("nan")
+    except (TypeError, ValueError):
+        fps = float("nan")
+    if not FPS_RANGE[0] <= fps <= FPS_RANGE[1]:  # NaN fails too
+        raise ConfigError(f"retarget key 'fps' must be a frame rate from {FPS_RANGE[0]:g} to {FPS_RANGE[1]:g}, "
+                          f"got {value!r}")
+    return fps
+
+
+def check_resampled_size(clip, fps: float) -> None:
+    """ConfigError, before anything is allocated, when `clip` resampled to `fps` would pass
+    MAX_RESAMPLED_FRAME_JOINTS."""
+    frames = clip.resampled_num_frames(fps)
+    if frames * clip.num_joints > MAX_RESAMPLED_FRAME_JOINTS:
+        raise ConfigError(f"retarget key 'fps': {fps:g} fps makes the source ({clip.duration:.1f} s, "
+                          f"{clip.num_joints} joints) {frames:,} frames, {frames * clip.num_joints:,} frames x "
+                          f"joints; at most {MAX_RESAMPLED_FRAME_JOINTS:,}: give a lower fps")
