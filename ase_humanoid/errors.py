@@ -19,3 +19,7 @@ class ConfigError(AseHumanoidError):
 
 class CheckpointError(AseHumanoidError):
     """A checkpoint is missing, truncated, or does not fit the model being loaded."""
+
+
+class TrainingError(AseHumanoidError):
+    """Training cannot go on (e.g. a loss turned NaN or infinite); the last good checkpoint stays."""

@@ -23,6 +23,7 @@ import torch
 from ase_humanoid.agents.replay_journal import BufferJournal, restore_buffer
 from ase_humanoid.envs.checkpointing import env_state_dict, load_env_state_dict
 from ase_humanoid.envs.motion_quality import MotionQualityProbe
+from ase_humanoid.errors import TrainingError
 from ase_humanoid.utils.checkpoint import RESUME_ENTRIES, load_checkpoint, require_entries, save_checkpoint
 from ase_humanoid.utils.logger import TrainingLogger
 
@@ -78,6 +79,15 @@ def encoder_agreement(agent, act_out: dict, info: dict, env_ids: torch.Tensor) -
         return None
     enc = agent.encode(info["amp_obs"].index_select(0, env_ids))
     return (enc * act_out["latents"].index_select(0, env_ids)).sum(-1)
+
+
+def check_update_finite(stats: dict[str, float], epoch: int) -> None:
+    """Raise TrainingError naming the first non-finite update statistic: the weights it came
+    from are NaN too, so stopping before `save()` keeps the last good checkpoint."""
+    for name, value in stats.items():
+        if not np.isfinite(float(value)):
+            raise TrainingError(f"training diverged at epoch {epoch}: update statistic '{name}' is {float(value)} "
+                                f"(nothing saved for this epoch; lower train.params.learning_rate or check the inputs)")
 
 
 @dataclass
@@ -253,6 +263,7 @@ class Runner:
             stats = self.update_agent()
             t_end = time.perf_counter()
             self.epoch += 1
+            update_stats = stats
             stats = {f"train/{k}": float(v) for k, v in stats.items()}
             stats.update(timings)
             episodes = self.episodes.pop_means()
@@ -270,6 +281,8 @@ class Runner:
             # truncated to the checkpoint) instead of leaving it out of the logs for good.
             if logger is not None:
                 logger.log(self.epoch, self.global_step, stats)
+            # The diverged epoch is logged (its fault counters explain it) but never saved.
+            check_update_finite(update_stats, self.epoch)
             self.save()
         if self._latest_epoch != self.epoch:
             self.save(force=True)  # the last epoch always lands in latest.pt

@@ -106,6 +106,7 @@ def test_nan_actions_are_counted_and_do_not_reach_the_physics(tmp_path):
 def test_fault_counters_reach_metrics_and_tensorboard(tmp_path):
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
+    from ase_humanoid.errors import TrainingError
     from ase_humanoid.utils.logger import TrainingLogger
 
     cfg, env, agent = _small_amp(tmp_path)
@@ -115,9 +116,11 @@ def test_fault_counters_reach_metrics_and_tensorboard(tmp_path):
     run_dir = tmp_path / "run"
     runner = Runner(env, agent, run_dir, {}, max_epochs=1, quality_every=0)
     logger = TrainingLogger(run_dir, 1)
-    runner.learn(logger)
+    with pytest.raises(TrainingError, match="epoch 1"):  # NaN losses stop the run (issue 23, item 9) ...
+        runner.learn(logger)
     logger.close()
-    metrics = json.loads((run_dir / "metrics.jsonl").read_text().splitlines()[-1])
+    assert not (run_dir / "latest.pt").exists()  # ... before the NaN weights are saved
+    metrics = json.loads((run_dir / "metrics.jsonl").read_text().splitlines()[-1])  # ... after logging
     assert metrics["env/nonfinite_resets"] >= 3
     assert metrics["env/nonfinite_actions"] == 4 * 4  # 4 envs x 4 steps
     events = EventAccumulator(str(run_dir / "tensorboard"))

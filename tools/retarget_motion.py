@@ -38,7 +38,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from ase_humanoid.errors import AseHumanoidError  # noqa: E402
-from ase_humanoid.motion.poselib_npy import save_poselib  # noqa: E402
+from ase_humanoid.motion.poselib_npy import check_output_path, save_poselib  # noqa: E402
 from ase_humanoid.motion.retarget import (  # noqa: E402
     dof_round_trip_error,
     load_retarget_settings,
@@ -73,6 +73,7 @@ def main(argv=None) -> int:
         if not settings.get("out"):
             print("error: no output path: set 'out' in the config or pass --out", file=sys.stderr)
             return 2
+        check_output_path(settings["out"])  # before the retarget, which can take minutes
         clip, result, robot = retarget_from_settings(settings)
         path = save_poselib(clip, settings["out"])
     except AseHumanoidError as err:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, TypeVar
 
 from ase_humanoid.errors import ConfigError
-from ase_humanoid.utils.typed_config import config_from_mapping
+from ase_humanoid.utils.typed_config import check_finite_floats, config_from_mapping
 
 C = TypeVar("C", bound="PPOConfig")
 
@@ -58,6 +58,8 @@ class PPOConfig:
 
     def validate(self) -> None:
         """Raise ConfigError naming the first invalid field."""
+        check_finite_floats(self, "agent")
+        _check_non_negative(self)
         _check(self.activation in _ACTIVATIONS, "activation",
                f"{self.activation!r} is not one of {sorted(_ACTIVATIONS)}")
         for name in ("actor_units", "critic_units"):
@@ -68,7 +70,9 @@ class PPOConfig:
             _check(getattr(self, name) > 0, name, f"must be > 0, got {getattr(self, name)}")
         _check(0.0 < self.gamma <= 1.0, "gamma", f"must be in (0, 1], got {self.gamma}")
         _check(0.0 <= self.gae_lambda <= 1.0, "gae_lambda", f"must be in [0, 1], got {self.gae_lambda}")
-        _check(self.learning_rate > 0, "learning_rate", f"must be > 0, got {self.learning_rate}")
+        _check(0.0 < self.learning_rate <= 1.0, "learning_rate", f"must be in (0, 1], got {self.learning_rate}")
+        _check(self.adam_eps > 0, "adam_eps", f"must be > 0, got {self.adam_eps}")
+        _check(self.bounds_soft_limit > 0, "bounds_soft_limit", f"must be > 0, got {self.bounds_soft_limit}")
         _check(self.e_clip > 0, "e_clip", f"must be > 0, got {self.e_clip}")
         _check(self.obs_clip > 0, "obs_clip", f"must be > 0, got {self.obs_clip}")
         _check(self.grad_norm > 0, "grad_norm", f"must be > 0, got {self.grad_norm}")
@@ -155,6 +159,18 @@ class ASEConfig(AMPConfig):
 
 
 _ACTIVATIONS = {"relu", "elu", "tanh", "silu"}
+
+
+# Loss coefficients, reward weights and scales, regularisers: a negative one turns a penalty
+# into a reward (or a clip into nonsense), so every float field named like one must be >= 0.
+_NON_NEGATIVE_SUFFIXES = ("_coef", "_w", "_scale", "_reg", "_penalty", "_decay", "_bonus", "_tar")
+
+
+def _check_non_negative(config: PPOConfig) -> None:
+    for f in dataclasses.fields(config):
+        value = getattr(config, f.name)
+        if f.name.endswith(_NON_NEGATIVE_SUFFIXES) and isinstance(value, float):
+            _check(value >= 0.0, f.name, f"must be >= 0, got {value}")
 
 
 def _check(ok: bool, key: str, message: str) -> None:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, TypeVar
 
 from ase_humanoid.errors import ConfigError
-from ase_humanoid.utils.typed_config import config_from_mapping
+from ase_humanoid.utils.typed_config import check_finite_floats, config_from_mapping
 
 STATE_INIT_CHOICES = ("Default", "Start", "Random", "Hybrid")
 SIM_CHOICES = ("mujoco", "mujoco_warp", "isaacgym")
@@ -64,6 +64,9 @@ class HumanoidEnvConfig:
 
     def validate(self) -> None:
         """Raise ConfigError naming the first invalid field."""
+        check_finite_floats(self, "env")
+        _check(self.termination_height is None or self.termination_height >= 0.0, "termination_height",
+               f"must be >= 0 m or null, got {self.termination_height}")
         _check(self.num_envs > 0, "num_envs", f"must be > 0, got {self.num_envs}")
         _check(self.sim in SIM_CHOICES, "sim", f"{self.sim!r} is not one of {list(SIM_CHOICES)}")
         _check(self.policy_root_rotation in POLICY_ROOT_ROTATIONS, "policy_root_rotation",

@@ -50,7 +50,7 @@ def load_bvh(path, scale: float = 1.0, dtype: torch.dtype = torch.float32) -> Mo
     motion_line = next((i for i, line in enumerate(lines) if line.strip().upper() == "MOTION"), None)
     if motion_line is None:
         raise MotionFileError(f"{path}: no MOTION section (not a BVH file, or truncated inside the hierarchy)")
-    joints = _parse_hierarchy(path, "\n".join(lines[:motion_line]).split())
+    joints = _parse_hierarchy(path, *_hierarchy_tokens(lines[:motion_line]))
     num_channels = sum(len(j.channels) for j in joints)
     frames, fps = _parse_motion(path, lines, motion_line, num_channels)
     try:
@@ -64,11 +64,28 @@ def _read_text(path: Path) -> str:
 
 
 # ---------------------------------------------------------------------------------- hierarchy
+def _hierarchy_tokens(lines: list[str]) -> tuple[list[str], list[int]]:
+    """The hierarchy's whitespace-separated tokens and the 1-based line each one is on."""
+    tokens, token_lines = [], []
+    for number, line in enumerate(lines, start=1):
+        words = line.split()
+        tokens += words
+        token_lines += [number] * len(words)
+    return tokens, token_lines
+
+
 class _Tokens:
     """Cursor over the hierarchy's whitespace-separated tokens, with errors naming the file."""
 
-    def __init__(self, path: Path, tokens: list[str]):
+    def __init__(self, path: Path, tokens: list[str], token_lines: list[int] | None = None):
         self.path, self.tokens, self.pos = path, tokens, 0
+        self.token_lines = token_lines
+
+    def line_of_previous(self) -> str:
+        """'line N' of the token just read, for messages ('' when lines are unknown)."""
+        if not self.token_lines or self.pos == 0:
+            return ""
+        return f"line {self.token_lines[self.pos - 1]}: "
 
     def next(self, what: str) -> str:
         if self.pos >= len(self.tokens):
@@ -93,8 +110,8 @@ class _Tokens:
         return value
 
 
-def _parse_hierarchy(path: Path, tokens: list[str]) -> list[_Joint]:
-    cursor = _Tokens(path, tokens)
+def _parse_hierarchy(path: Path, tokens: list[str], token_lines: list[int] | None = None) -> list[_Joint]:
+    cursor = _Tokens(path, tokens, token_lines)
     cursor.expect("HIERARCHY")
     cursor.expect("ROOT")
     joints: list[_Joint] = []
@@ -145,6 +162,7 @@ def _parse_joint(cursor: _Tokens, joints: list[_Joint], parent: int, depth: int 
                         f"{cursor.path}: hierarchy: joint {joint.name!r} has channel {channel!r}; expected "
                         f"[XYZ]position / [XYZ]rotation (CHANNELS says {count_token})"
                     )
+            _check_distinct_channels(cursor, joint)
         elif upper == "JOINT":
             _parse_joint(cursor, joints, parent=index, depth=depth + 1)
         elif upper == "END":
@@ -161,6 +179,19 @@ def _parse_joint(cursor: _Tokens, joints: list[_Joint], parent: int, depth: int 
             )
         else:
             raise MotionFileError(f"{cursor.path}: hierarchy: unexpected {keyword!r} in joint {joint.name!r}")
+
+
+def _check_distinct_channels(cursor: _Tokens, joint: _Joint) -> None:
+    """A channel named twice (`Zrotation Zrotation`) would apply one axis twice and drop another:
+    the file is corrupt, not a convention to guess at."""
+    kinds = [_channel_kind(c) for c in joint.channels]
+    for k, kind in enumerate(kinds):
+        if kind in kinds[:k]:
+            raise MotionFileError(
+                f"{cursor.path}: hierarchy: {cursor.line_of_previous()}joint {joint.name!r} lists channel "
+                f"{joint.channels[k]!r} twice (CHANNELS {' '.join(joint.channels)}); each of "
+                "X/Y/Z position and rotation may appear once"
+            )
 
 
 def _channel_kind(channel: str) -> tuple[str, int] | None:

@@ -22,6 +22,10 @@ from ase_humanoid.utils import rotations as rot
 VELOCITY_SMOOTHING_SIGMA = 2.0
 VELOCITY_TRUNCATE = 4.0
 
+# Frame rates a recorded or retargeted clip can have (mocap: 30-480 fps); 1e9 fps is a unit
+# mix-up, not a clip. Checked where files are read and where clips become reference motion.
+PLAUSIBLE_FPS_RANGE = (1.0, 1000.0)
+
 
 class MotionClip:
     """local_rotation [T, J, 4] xyzw, root_translation [T, 3], fps (frames per second);

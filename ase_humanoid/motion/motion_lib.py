@@ -30,6 +30,7 @@ from pathlib import Path
 import torch
 
 from ase_humanoid.errors import MotionFileError
+from ase_humanoid.motion.clip import PLAUSIBLE_FPS_RANGE
 from ase_humanoid.motion.dataset import read_motion_entries
 from ase_humanoid.motion.io import load_motion
 from ase_humanoid.robots.description import RobotDescription
@@ -211,6 +212,7 @@ def convert_clip(clip, robot: RobotDescription, path) -> dict:
     Raises MotionFileError naming `path` if the skeleton differs from the robot's.
     """
     check_skeleton(clip.skeleton, robot, path)
+    check_reference_clip(clip, path)
     dtype = robot.local_translation.dtype
     as_t = lambda x: torch.as_tensor(x).to(dtype=dtype)  # noqa: E731
     local_rot = rot.quat_normalize(as_t(clip.local_rotation))  # [T, B, 4]
@@ -241,6 +243,26 @@ def convert_clip(clip, robot: RobotDescription, path) -> dict:
         "joint_vel": joint_vel,
         "dof_vel": dof_vel_from_joint_vel(robot, dof_pos, joint_vel),
     }
+
+
+# Plausible ranges of a reference clip in the robot's units (metres, seconds): a root 1e30 m up
+# gives non-finite physics at every reset, a one-frame clip has no motion for AMP to imitate.
+MAX_ROOT_DISTANCE_M = 1000.0
+MIN_REFERENCE_FRAMES = 2
+
+
+def check_reference_clip(clip, path) -> None:
+    """Raise MotionFileError naming `path` if the clip cannot serve as training/reference motion."""
+    if clip.num_frames < MIN_REFERENCE_FRAMES:
+        raise MotionFileError(f"{path}: clip has {clip.num_frames} frame(s); a reference clip needs at least "
+                              f"{MIN_REFERENCE_FRAMES} (a SkeletonState is one pose, not a motion)")
+    low, high = PLAUSIBLE_FPS_RANGE
+    if not low <= float(clip.fps) <= high:
+        raise MotionFileError(f"{path}: clip fps is {clip.fps}, expected {low:g} to {high:g}")
+    farthest = float(clip.root_translation.abs().max())
+    if farthest > MAX_ROOT_DISTANCE_M:
+        raise MotionFileError(f"{path}: root position reaches {farthest:g} m from the origin; expected within "
+                              f"+-{MAX_ROOT_DISTANCE_M:g} m (wrong units or a corrupt file?)")
 
 
 def check_skeleton(skeleton, robot: RobotDescription, path) -> None:

@@ -35,7 +35,7 @@ from numpy.lib import format as npy_format
 
 from ase_humanoid.errors import MotionFileError
 from ase_humanoid.motion.files import read_motion_bytes
-from ase_humanoid.motion.clip import MotionClip
+from ase_humanoid.motion.clip import PLAUSIBLE_FPS_RANGE, MotionClip
 from ase_humanoid.motion.skeleton import Skeleton
 from ase_humanoid.utils import rotations as rot
 
@@ -228,7 +228,7 @@ def _clip_from_dict(content: dict, dtype: torch.dtype | None) -> MotionClip:
         _check_shape(root_translation, (rotation.shape[0], 3), "root_translation", f"[{rotation.shape[0]}, 3]")
     if not torch.isfinite(rotation).all():
         raise MotionFileError("rotation contains NaN or inf")
-    if not bool(content["is_local"]):
+    if not _is_local_flag(content["is_local"]):
         rotation = _world_to_local(skeleton, rot.quat_normalize(rotation))
 
     if kind == STATE:
@@ -241,7 +241,25 @@ def _clip_from_dict(content: dict, dtype: torch.dtype | None) -> MotionClip:
             velocities[i] = _tensor(content[key], key).to(dtype)
     fps = content["fps"]
     fps = fps.item() if isinstance(fps, np.ndarray) and fps.size == 1 else fps
+    _check_fps_range(fps)
     return MotionClip(skeleton, rotation, root_translation, fps, *velocities)
+
+
+def _check_fps_range(fps) -> None:
+    if isinstance(fps, (int, float, np.integer, np.floating)) and not isinstance(fps, bool):
+        low, high = PLAUSIBLE_FPS_RANGE
+        if not low <= float(fps) <= high:
+            raise MotionFileError(f"fps is {float(fps):g}, expected {low:g} to {high:g}")
+    # anything else is left to MotionClip, which names what a fps must be
+
+
+def _is_local_flag(value) -> bool:
+    """is_local as a real bool: bool("no") is True, so a string or number is an error, not a guess."""
+    if isinstance(value, np.ndarray) and value.shape == () and value.dtype == np.bool_:
+        value = value.item()
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    raise MotionFileError(f"is_local is {value!r} ({type(value).__name__}), expected True or False")
 
 
 def _skeleton_from_tree(tree, dtype: torch.dtype) -> Skeleton:
@@ -335,9 +353,26 @@ def poselib_dict(clip: MotionClip, kind: str = MOTION) -> OrderedDict:
     return content
 
 
+def check_output_path(path) -> Path:
+    """Raise MotionFileError unless `path` can take a poselib file: a .npy name (anything else
+    would hold a .npy under a misleading suffix) in an existing, writable folder. Tools call this
+    before long work so a bad --out fails at once."""
+    path = Path(path)
+    if path.suffix.lower() != ".npy":
+        raise MotionFileError(f"{path}: output must be a poselib .npy file, got suffix {path.suffix or '(none)'!r}")
+    folder = path.parent
+    if not folder.is_dir():
+        raise MotionFileError(f"{path}: output folder {folder} does not exist")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise MotionFileError(f"{path}: output folder {folder} is not writable")
+    if path.is_dir():
+        raise MotionFileError(f"{path}: is a folder, expected a .npy file name")
+    return path
+
+
 def save_poselib(clip: MotionClip, path, kind: str = MOTION) -> Path:
     """Write `clip` as a poselib .npy (np.save layout, pickle protocol 3), atomically."""
-    path = Path(path)
+    path = check_output_path(path)
     holder = np.empty((), dtype=object)
     holder[()] = poselib_dict(clip, kind)
     buffer = io.BytesIO()
@@ -348,5 +383,6 @@ def save_poselib(clip: MotionClip, path, kind: str = MOTION) -> Path:
         tmp.write_bytes(buffer.getvalue())
         os.replace(tmp, path)
     except OSError as err:
+        tmp.unlink(missing_ok=True)  # a failed write leaves no half-written <name>.tmp behind
         raise MotionFileError(f"{path}: cannot write motion file: {err}") from None
     return path

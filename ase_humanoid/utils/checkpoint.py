@@ -84,7 +84,42 @@ def load_checkpoint(path: str | os.PathLike, map_location: str | torch.device = 
         raise CheckpointError(f"checkpoint '{path}' is unreadable (truncated or corrupt?): {exc}") from exc
     if not isinstance(state, dict):
         raise CheckpointError(f"checkpoint '{path}' does not hold a dict of states")
+    check_network_weights(state, path)
     return state
+
+
+# Entries that hold network state dicts (the agent's "model", an HRL checkpoint's embedded
+# low-level controller "weights") and normalisers ("*_norm"): what a policy is computed from.
+_WEIGHT_ENTRIES = ("model", "weights")
+_NORMALISER_SUFFIX = "_norm"
+
+
+def check_network_weights(state: dict[str, Any], path: str | os.PathLike) -> None:
+    """CheckpointError naming the file and the tensor if a network or normaliser tensor is NaN,
+    infinite or not floating point: such a policy acts without a word otherwise (NaN actions, or
+    integer weights loaded as rounded floats). Optimiser state and sample buffers are not read."""
+    for where, tensors in _weight_dicts(state, ""):
+        for name, tensor in tensors.items():
+            if not torch.is_tensor(tensor):
+                continue
+            if not tensor.is_floating_point():
+                raise CheckpointError(f"checkpoint '{path}': tensor '{where}.{name}' has dtype {tensor.dtype}; "
+                                      "network weights must be floating point")
+            if not bool(torch.isfinite(tensor).all()):
+                raise CheckpointError(f"checkpoint '{path}': tensor '{where}.{name}' holds NaN or inf "
+                                      "(saved from a diverged run?); use an earlier checkpoint")
+
+
+def _weight_dicts(state: dict, prefix: str):
+    """(dotted key, dict) of every weight or normaliser entry nested in `state`."""
+    for key, value in state.items():
+        if not isinstance(value, dict):
+            continue
+        where = f"{prefix}{key}"
+        if key in _WEIGHT_ENTRIES or (isinstance(key, str) and key.endswith(_NORMALISER_SUFFIX)):
+            yield where, value
+        else:
+            yield from _weight_dicts(value, where + ".")
 
 
 # Entries a run checkpoint (Runner.state_dict) needs for each use.

@@ -4,6 +4,7 @@ and one compact console line per epoch with a progress bar."""
 from __future__ import annotations
 
 import json
+import math
 import sys
 import time
 from collections import deque
@@ -24,6 +25,11 @@ def format_duration(seconds: float) -> str:
     hours, rest = divmod(seconds, 3600)
     minutes, secs = divmod(rest, 60)
     return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
+
+
+def json_safe(stats: dict[str, float]) -> dict[str, float | None]:
+    """NaN / inf as null: json.dumps would write bare NaN, which no strict JSON reader accepts."""
+    return {k: (None if isinstance(v, float) and not math.isfinite(v) else v) for k, v in stats.items()}
 
 
 class EpochClock:
@@ -91,7 +97,7 @@ class TrainingLogger:
             self.writer.add_scalar(key, value, global_step)
         self.writer.flush()
         with open(self.metrics_path, "a") as f:
-            f.write(json.dumps({"epoch": epoch, "global_step": global_step, **stats}) + "\n")
+            f.write(json.dumps({"epoch": epoch, "global_step": global_step, **json_safe(stats)}) + "\n")
         parts = [f"epoch {epoch:>6d}/{self.max_epochs}", progress_bar(epoch / max(self.max_epochs, 1))]
         for key, short, fmt in self.CONSOLE_KEYS:
             if key in stats:

@@ -8,6 +8,7 @@ sequence where a list is expected; paths and torch devices where a string is exp
 from __future__ import annotations
 
 import dataclasses
+import math
 import types
 import typing
 from typing import Any, Mapping, TypeVar
@@ -35,6 +36,23 @@ def config_from_mapping(cls: type[C], values: Mapping[str, Any] | None, kind: st
     if validate is not None:
         validate()
     return config
+
+
+def check_finite_floats(config: Any, kind: str) -> None:
+    """Raise ConfigError naming the first float field that is NaN or infinite: such a value
+    passes every range comparison with NaN (or sits above any bound with inf) and silently
+    turns a feature off or trains on NaN losses."""
+    hints = typing.get_type_hints(type(config))
+    for f in dataclasses.fields(config):
+        value = getattr(config, f.name)
+        if _is_float_hint(hints[f.name]) and isinstance(value, float) and not math.isfinite(value):
+            raise ConfigError(f"{kind} config key '{f.name}': must be a finite number, got {value}")
+
+
+def _is_float_hint(hint: Any) -> bool:
+    if hint is float:
+        return True
+    return typing.get_origin(hint) in (typing.Union, types.UnionType) and float in typing.get_args(hint)
 
 
 def _coerce(where: str, value: Any, hint: Any) -> Any:
