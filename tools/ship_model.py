@@ -38,6 +38,9 @@ def model_card(name: str, state: dict, args: argparse.Namespace, metrics: dict, 
     task = (config.get("task") or {}).get("name")
     robot = (config.get("robot") or {}).get("name")
     units = {k: v for k, v in agent["config"].items() if k.endswith("_units") or k == "latent_dim"}
+    motion = config.get("motion_file") or (config.get("task") or {}).get("motion_file")
+    if isinstance(motion, dict):  # the task's default per robot
+        motion = motion.get(robot)
     return f"""# {name}
 
 {args.summary}
@@ -47,7 +50,7 @@ def model_card(name: str, state: dict, args: argparse.Namespace, metrics: dict, 
 | file | `pretrained/{name}.pt` (weights only; checksum in `pretrained/SHA256SUMS`) |
 | agent | {agent['algo']} on task {task}, robot {robot} |
 | networks | {', '.join(f'{k}={v}' for k, v in sorted(units.items()))} |
-| motion data | `{config.get('motion_file') or (config.get('task') or {}).get('motion_file')}` |
+| motion data | `{motion}` (the dataset's clips and their sources: motions/ATTRIBUTION.md) |
 | trained with | `{args.command}` |
 | epochs / samples | {state.get('epoch')} / {samples:,} control steps |
 | training time | {args.hours} h on {args.machine} |

@@ -1,0 +1,61 @@
+"""Every model shipped in pretrained/: listed in SHA256SUMS with a matching checksum, weights
+only, a model card, and a short run that reproduces the card's `check` numbers."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from ase_humanoid.utils.shipped_models import (
+    PRETRAINED_DIR, POLICY_AGENT_ENTRIES, SHIPPED_LLC, WEIGHTS_FORMAT, card_metrics, read_checksums,
+    sha256_of)
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+
+MODELS = sorted(PRETRAINED_DIR.glob("*.pt"))
+
+
+def test_a_controller_ships_and_every_file_is_listed():
+    assert (PRETRAINED_DIR / SHIPPED_LLC["amp_humanoid"]).is_file()
+    listed = read_checksums(PRETRAINED_DIR)
+    assert sorted(listed) == [m.name for m in MODELS]
+
+
+@pytest.mark.parametrize("model", MODELS, ids=[m.stem for m in MODELS])
+def test_shipped_model_is_weights_only_and_matches_its_checksum(model):
+    assert sha256_of(model) == read_checksums(PRETRAINED_DIR)[model.name]
+    assert model.stat().st_size < 20e6  # a few MB: no optimiser state, no sample buffers
+    state = torch.load(model, weights_only=True)
+    assert state["format"] == WEIGHTS_FORMAT
+    assert set(state["agent"]) <= set(POLICY_AGENT_ENTRIES)
+    card = card_metrics(model.with_suffix(".md"))
+    assert card["metrics"] and card["check"]["kind"] in ("skills", "test")
+
+
+def _check_run(model: Path, check: dict) -> dict:
+    if check["kind"] == "skills":
+        import ase_skills
+
+        args = [str(model), "--latents", str(check["latents"]), "--seconds", str(check["seconds"]),
+                "--seed", str(check["seed"]), "--getup-episodes", str(check["getup_episodes"]), "--json"]
+        report = ase_skills.main(args)
+        return {"fall_rate": report["fall_rate"], "key_body_error_cm": report["key_body_error_cm"],
+                "enc_z": report["enc_z"], "getup_success_rate": report["getup"]["success_rate"],
+                "clip_coverage": report["clip_coverage"]}
+    from ase_humanoid.config import compose_config
+    from ase_humanoid.evaluate import evaluate
+
+    return evaluate(compose_config([f"task={check['task']}", "test=true", f"checkpoint={model}",
+                                    f"test_episodes={check['test_episodes']}", f"seed={check['seed']}",
+                                    f"num_envs={check['num_envs']}"]))
+
+
+@pytest.mark.parametrize("model", MODELS, ids=[m.stem for m in MODELS])
+def test_shipped_model_reproduces_its_card(model):
+    check = card_metrics(model.with_suffix(".md"))["check"]
+    measured = _check_run(model, check)
+    for key, (expected, tolerance) in check["expect"].items():
+        assert abs(measured[key] - expected) <= tolerance, (key, measured[key], expected, tolerance)
