@@ -28,16 +28,19 @@ def describe_profile(cfg: DictConfig) -> str:
     """One start-up line: which training profile the run uses and what that means."""
     from ase_humanoid.config import profile_overrides
 
-    if cfg.profile == "paper":
-        return "training profile: paper (the ASE release's settings)"
     applied, overridden = [], []
-    for key, value in profile_overrides(cfg.profile, cfg.train.algo).items():
+    keys_set = profile_overrides(cfg.profile, cfg.train.algo)
+    for key, value in keys_set.items():
         actual = OmegaConf.select(cfg, key)
         actual = OmegaConf.to_container(actual) if isinstance(actual, DictConfig | ListConfig) else actual
         (applied if actual == value else overridden).append(f"{key.split('.')[-1]}={actual}")
     keys = ", ".join(applied) or "nothing for this algorithm"
     given = f"; from the command line instead: {', '.join(overridden)}" if overridden else ""
-    return (f"training profile: {cfg.profile} (cfg/profiles/{cfg.profile}.yaml: {keys}{given}; "
+    # The run length is always shown: from the profile where it sets it, else cfg/config.yaml's.
+    length = "" if "max_epochs" in keys_set else f"; max_epochs={cfg.max_epochs}"
+    if cfg.profile == "paper":
+        return f"training profile: paper (the ASE release's settings; cfg/profiles/paper.yaml: {keys}{given}{length})"
+    return (f"training profile: {cfg.profile} (cfg/profiles/{cfg.profile}.yaml: {keys}{given}{length}; "
             "profile=paper for the ASE release's settings)")
 
 

@@ -105,9 +105,9 @@ def compose_config(overrides: list[str] | tuple[str, ...] = (), cfg_dir: Path = 
 
 
 def profile_overrides(profile: str, algo: str, cfg_dir: Path = CFG_DIR) -> dict:
-    """The keys `profile` sets for `algo` (dotted command-line keys -> values); {} for paper."""
-    if profile == "paper":
-        return {}
+    """The keys `profile` sets for `algo` (dotted command-line keys -> values), from
+    cfg/profiles/<profile>.yaml (paper: only the release's run length, its other values are the
+    train and task configs' own)."""
     table = OmegaConf.to_container(OmegaConf.load(cfg_dir / "profiles" / f"{profile}.yaml"))
     return dict(table.get(algo) or {})
 

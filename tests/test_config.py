@@ -72,6 +72,19 @@ def test_command_line_keys_win_over_the_profile_and_the_start_up_line_says_so():
     assert "learning_rate=0.0002" in line
     assert "from the command line instead: num_amp_obs_steps=5, mini_epochs=7" in line
     assert "release" in describe_profile(compose_config(["profile=paper"]))
+    assert "max_epochs=5000" in line
+
+
+def test_paper_profile_sets_the_release_run_length_unless_given():
+    from ase_humanoid.app import describe_profile
+
+    assert compose_config(["sim=mujoco"]).max_epochs == 5000  # CPU profile: its own measured length
+    for task, epochs in (("HumanoidASE", 100000), ("HumanoidAMP", 10000), ("HumanoidHeading", 10000)):
+        cfg = compose_config([f"task={task}", "sim=mujoco", "profile=paper"])
+        assert cfg.max_epochs == epochs
+        assert f"max_epochs={epochs}" in describe_profile(cfg)
+    cfg = compose_config(["sim=mujoco", "profile=paper", "max_epochs=7"])
+    assert cfg.max_epochs == 7 and "from the command line instead: max_epochs=7" in describe_profile(cfg)
 
 
 def test_unknown_profile_names_the_valid_ones():
@@ -87,7 +100,9 @@ def test_profile_keys_per_algorithm():
     hrl = profile_overrides("cpu", "hrl")
     assert hrl["train.params.actor_units"] == [256, 256] and hrl["train.params.mini_epochs"] == 4
     assert not any(key.startswith("task.") for key in hrl)
-    assert profile_overrides("paper", "amp") == {}
+    assert profile_overrides("paper", "amp") == {"max_epochs": 10000}  # the paper profile sets only run lengths
+    assert profile_overrides("paper", "ase") == {"max_epochs": 100000}
+    assert "max_epochs" not in profile_overrides("cpu", "ase")  # the CPU profile keeps cfg/config.yaml's 5000
     assert profile_overrides("cpu", "ase")["task.env.num_amp_obs_steps"] == 2
 
 
