@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Iterator
 
 from ase_humanoid.errors import ConfigError
-from ase_humanoid.utils.atomic_file import write_atomic
+from ase_humanoid.utils.atomic_file import write_text_atomic
 
 # Files whose presence means "a run lives here".
 RUN_FILES = ("latest.pt", "metrics.jsonl", "config.yaml", "replay")  # replay/: the AMP replay journal
@@ -98,11 +98,6 @@ def hold_run_dir(run_dir: Path) -> Iterator[None]:
         yield
     finally:
         os.close(fd)  # releases the lock
-
-
-def write_text_atomic(path: Path, text: str) -> None:
-    """Temp file + rename: a full disk leaves the old file (or none), never an empty one."""
-    write_atomic(path, lambda f: f.write(text.encode()))
 
 
 def remove_stale_temp_files(run_dir: Path) -> list[Path]:

@@ -97,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
 def ship(args: argparse.Namespace) -> int:
     import re
 
-    from ase_humanoid.utils.atomic_file import write_atomic
+    from ase_humanoid.utils.atomic_file import write_text_atomic
     from ase_humanoid.utils.checkpoint import load_checkpoint, save_checkpoint
     from ase_humanoid.utils.shipped_models import (PRETRAINED_DIR, read_checksums, sha256_of,
                                                     weights_only_state, write_checksums)
@@ -121,7 +121,7 @@ def ship(args: argparse.Namespace) -> int:
     sums[target.name] = sha256_of(target)
     write_checksums(out, sums)
     card = model_card(args.name, state, args, metrics, check)
-    write_atomic(out / f"{args.name}.md", lambda f: f.write(card.encode()))
+    write_text_atomic(out / f"{args.name}.md", card)
     print(f"shipped {target} ({target.stat().st_size / 1e6:.1f} MB), card {out / (args.name + '.md')}")
     return 0
 

@@ -26,3 +26,9 @@ def write_atomic(path: str | os.PathLike, write: Callable[[BinaryIO], None]) -> 
         Path(tmp_name).unlink(missing_ok=True)
         raise
     return path
+
+
+def write_text_atomic(path: str | os.PathLike, text: str) -> Path:
+    """`text` (UTF-8) into `path` through `write_atomic`: a full disk leaves the old file (or
+    none), never an empty one."""
+    return write_atomic(path, lambda f: f.write(text.encode()))

@@ -75,10 +75,9 @@ def read_checksums(folder: Path) -> dict[str, str]:
 
 
 def write_checksums(folder: Path, sums: dict[str, str]) -> None:
-    from ase_humanoid.utils.atomic_file import write_atomic
+    from ase_humanoid.utils.atomic_file import write_text_atomic
 
-    text = "".join(f"{digest}  {name}\n" for name, digest in sorted(sums.items()))
-    write_atomic(folder / CHECKSUM_FILE, lambda f: f.write(text.encode()))
+    write_text_atomic(folder / CHECKSUM_FILE, "".join(f"{digest}  {name}\n" for name, digest in sorted(sums.items())))
 
 
 def verify_shipped(path: Path) -> None:
