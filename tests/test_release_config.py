@@ -32,12 +32,18 @@ _COMMON = {
     "bounds_loss_coef": 10.0,
     # the release: 16384 at its 4096 envs; here "auto" = horizon_length * num_envs / 8 (16384 there)
     "minibatch_size": "auto",
+    # not keys of the release's YAML but what its code does (rl_games' running mean/std): value
+    # targets and critic outputs clamped to +-5 in normalised units, and observation statistics
+    # updated by every training minibatch's forward pass
+    "value_norm_clip": 5.0, "normalizer_update": "per_minibatch",
 }
 _AMP_COMMON = {
     "amp_obs_demo_buffer_size": 200000, "amp_replay_buffer_size": 200000, "amp_replay_keep_prob": 0.01,
     "amp_batch_size": 512, "amp_minibatch_size": 4096, "disc_coef": 5.0, "disc_logit_reg": 0.01,
     "disc_grad_penalty": 5.0, "disc_reward_scale": 2.0, "disc_weight_decay": 0.0001,
     "normalize_amp_input": True,
+    # the release's code: demo and replay samples drawn once per epoch, without replacement
+    "disc_sampling": "per_epoch",
 }
 RELEASE_TRAIN = {
     "ase": {**_COMMON, **_AMP_COMMON,

@@ -148,7 +148,9 @@ class AMPAgent(PPOAgent):
     def _before_update(self, stats: dict[str, float]) -> None:
         super()._before_update(stats)
         self._refill_demo(self.config.amp_batch_size)
-        if self.config.normalize_amp_input:
+        # per_minibatch: the rewards use the statistics as they were; the discriminator steps
+        # update them (_normalize_training_amp)
+        if self.config.normalize_amp_input and self.config.normalizer_update == "per_epoch":
             agent = self.rollout.flat("amp_obs")
             self.amp_norm.update(agent)
             self.amp_norm.update(self.demo_buffer.sample(agent.shape[0], self.rng))
@@ -166,16 +168,50 @@ class AMPAgent(PPOAgent):
         return self.config.task_reward_w * task + learnt
 
     def _extra_batch(self) -> dict[str, torch.Tensor]:
-        return {**super()._extra_batch(), "amp_obs": self.rollout.flat("amp_obs")}
+        batch = {**super()._extra_batch(), "amp_obs": self.rollout.flat("amp_obs")}
+        if self.config.disc_sampling == "per_epoch":
+            batch.update(self._epoch_disc_indices())
+        return batch
+
+    def _epoch_disc_indices(self) -> dict[str, torch.Tensor]:
+        """This epoch's demo and replay rows, `[batch_size]` indices each, drawn without
+        replacement; they ride in the training batch, so every minibatch takes its own share.
+        No replay rows while the replay buffer is empty (the agent's samples stand in)."""
+        rows = {"demo_idx": self.demo_buffer.sample_indices_without_replacement(self.batch_size, self.rng)}
+        if len(self.replay_buffer):
+            rows["replay_idx"] = self.replay_buffer.sample_indices_without_replacement(self.batch_size, self.rng)
+        return rows
+
+    def _disc_replay_and_demo(self, mb: dict[str, torch.Tensor],
+                              agent: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Raw (replay, demo) AMP observations `[n, amp_obs_dim]` each for a discriminator step
+        on the agent samples `agent [n, amp_obs_dim]`."""
+        n = agent.shape[0]
+        if self.config.disc_sampling == "per_epoch":
+            demo = self.demo_buffer.samples[mb["demo_idx"][:n]]
+            replay = self.replay_buffer.samples[mb["replay_idx"][:n]] if "replay_idx" in mb else agent
+        else:
+            replay = self.replay_buffer.sample(n, self.rng) if len(self.replay_buffer) else agent
+            demo = self.demo_buffer.sample(n, self.rng)
+        return replay, demo
+
+    def _normalize_training_amp(self, amp_obs: torch.Tensor) -> torch.Tensor:
+        """`_normalize_amp` for a discriminator step; with normalizer_update per_minibatch the
+        samples join the statistics first (the release's normaliser in training mode)."""
+        if self.config.normalize_amp_input and self.config.normalizer_update == "per_minibatch":
+            self.amp_norm.update(amp_obs)
+        return self._normalize_amp(amp_obs)
 
     def _disc_batch(self, mb: dict[str, torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Normalised (agent, replay, demo) AMP observations for one discriminator step."""
-        n = self.config.amp_minibatch_size
-        agent = mb["amp_obs"][:n]
-        n = agent.shape[0]
-        replay = self.replay_buffer.sample(n, self.rng) if len(self.replay_buffer) else agent
-        demo = self.demo_buffer.sample(n, self.rng)
-        return self._normalize_amp(agent), self._normalize_amp(replay), self._normalize_amp(demo)
+        agent = mb["amp_obs"][:self.config.amp_minibatch_size]
+        replay, demo = self._disc_replay_and_demo(mb, agent)
+        # the release's order: with per_minibatch each set is normalised by statistics that
+        # include it and the sets before it
+        agent_n = self._normalize_training_amp(agent)
+        replay_n = self._normalize_training_amp(replay)
+        demo_n = self._normalize_training_amp(demo)
+        return agent_n, replay_n, demo_n
 
     def _extra_loss(self, mb, obs_n, mu, cond):
         base_loss, stats = super()._extra_loss(mb, obs_n, mu, cond)

@@ -5,6 +5,15 @@ from __future__ import annotations
 import torch
 
 
+def indices_without_replacement(count: int, n: int, generator: torch.Generator,
+                                device: torch.device) -> torch.Tensor:
+    """`[n]` row indices into `count` rows: random permutations of range(count) laid end to end
+    and cut at n, so no row repeats before every row has been drawn once."""
+    passes = -(-n // count)
+    keys = torch.rand((passes, count), generator=generator, device=device)
+    return keys.argsort(dim=1).reshape(-1)[:n]
+
+
 class RolloutBuffer:
     """Per-step tensors of one rollout: `data[name]` is `[horizon, num_envs, *shape]`.
 
@@ -86,6 +95,12 @@ class SampleBuffer:
             raise RuntimeError("cannot sample from an empty buffer")
         idx = torch.randint(0, self.count, (n,), generator=generator, device=self.samples.device)
         return self.samples[idx]
+
+    def sample_indices_without_replacement(self, n: int, generator: torch.Generator) -> torch.Tensor:
+        """`[n]` indices of filled slots, each used once before any repeats (rows: `samples[idx]`)."""
+        if self.count == 0:
+            raise RuntimeError("cannot sample from an empty buffer")
+        return indices_without_replacement(self.count, n, generator, self.samples.device)
 
     def state_dict(self, include_samples: bool = True) -> dict:
         state = {"head": self.head, "count": self.count, "total_stored": self.total_stored,

@@ -36,6 +36,15 @@ class PPOConfig:
     normalize_advantage: bool = True
     normalize_reward: bool = False  # divide the combined reward by its running std (off in release)
     obs_clip: float = 5.0  # normalised inputs are clamped to +-obs_clip
+    # normalised value targets, and the critic's output before it is de-normalised, are clamped
+    # to +-this (as rl_games' value normaliser in the release); null: no clamp
+    value_norm_clip: float | None = 5.0
+    # when the observation normalisers learn: "per_minibatch" (the release: every training
+    # minibatch joins the statistics right before it is normalised; AMP: its agent, replay and
+    # demo samples, with the rollout's rewards computed on the statistics before the update) or
+    # "per_epoch" (the rollout's observations join once, after the update; AMP: agent and demo
+    # samples before the rewards are computed)
+    normalizer_update: str = "per_minibatch"
     # returns
     gamma: float = 0.99
     gae_lambda: float = 0.95  # "tau" in rl_games
@@ -76,6 +85,9 @@ class PPOConfig:
         _check(self.e_clip > 0, "e_clip", f"must be > 0, got {self.e_clip}")
         _check(self.obs_clip > 0, "obs_clip", f"must be > 0, got {self.obs_clip}")
         _check(self.grad_norm > 0, "grad_norm", f"must be > 0, got {self.grad_norm}")
+        _check(self.value_norm_clip is None or self.value_norm_clip > 0, "value_norm_clip",
+               f"must be > 0 or null, got {self.value_norm_clip}")
+        _check_choice(self, "normalizer_update", _WHEN)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -92,6 +104,11 @@ class AMPConfig(PPOConfig):
     amp_replay_keep_prob: float = 0.01  # once the replay buffer is full
     amp_batch_size: int = 512  # demo samples fetched per update (and per fetch when filling)
     amp_minibatch_size: int = 4096  # agent / replay / demo samples per discriminator step
+    # how the discriminator's demo and replay samples are drawn: "per_epoch" (the release: one
+    # set of horizon_length * num_envs of each per epoch, without replacement, split across the
+    # minibatches like the rollout) or "per_minibatch" (amp_minibatch_size fresh ones per
+    # discriminator step, with replacement)
+    disc_sampling: str = "per_epoch"
     disc_coef: float = 5.0
     disc_logit_reg: float = 0.01
     disc_grad_penalty: float = 5.0
@@ -118,6 +135,7 @@ class AMPConfig(PPOConfig):
             _check(getattr(self, name) > 0, name, f"must be > 0, got {getattr(self, name)}")
         _check(0.0 <= self.amp_replay_keep_prob <= 1.0, "amp_replay_keep_prob",
                f"must be in [0, 1], got {self.amp_replay_keep_prob}")
+        _check_choice(self, "disc_sampling", _WHEN)
 
 
 @dataclass
@@ -159,6 +177,7 @@ class ASEConfig(AMPConfig):
 
 
 _ACTIVATIONS = {"relu", "elu", "tanh", "silu"}
+_WHEN = ("per_minibatch", "per_epoch")  # choices of normalizer_update and disc_sampling
 
 
 # Loss coefficients, reward weights and scales, regularisers: a negative one turns a penalty
@@ -171,6 +190,11 @@ def _check_non_negative(config: PPOConfig) -> None:
         value = getattr(config, f.name)
         if f.name.endswith(_NON_NEGATIVE_SUFFIXES) and isinstance(value, float):
             _check(value >= 0.0, f.name, f"must be >= 0, got {value}")
+
+
+def _check_choice(config: PPOConfig, key: str, choices: tuple[str, ...]) -> None:
+    value = getattr(config, key)
+    _check(value in choices, key, f"{value!r} is not one of {', '.join(choices)}")
 
 
 def _check(ok: bool, key: str, message: str) -> None:

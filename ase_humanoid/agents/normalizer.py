@@ -55,5 +55,8 @@ class RunningMeanStd(nn.Module):
         return y
 
     def denormalize(self, y: torch.Tensor) -> torch.Tensor:
-        """Inverse of `normalize` (without clamping)."""
+        """Inverse of `normalize`; y is first clamped to +-clip when set (a value normaliser
+        then never returns a value further than clip std from the mean, as rl_games')."""
+        if self.clip is not None:
+            y = y.clamp(-self.clip, self.clip)
         return y * torch.sqrt(self.var + self.eps).to(y.dtype) + self.mean.to(y.dtype)

@@ -136,7 +136,7 @@ class PPOAgent:
                                           eps=cfg.adam_eps)
 
         self.obs_norm = RunningMeanStd(obs_dim, clip=cfg.obs_clip).to(self.device)
-        self.value_norm = RunningMeanStd(1).to(self.device)
+        self.value_norm = RunningMeanStd(1, clip=cfg.value_norm_clip).to(self.device)
         self.reward_norm = RunningMeanStd(1).to(self.device)
         self.rollout = RolloutBuffer(cfg.horizon_length, num_envs, self._rollout_specs(), self.device)
         self.epoch = 0  # completed updates
@@ -192,6 +192,14 @@ class PPOAgent:
 
     def _normalize_obs(self, obs: torch.Tensor) -> torch.Tensor:
         return self.obs_norm.normalize(obs) if self.config.normalize_input else obs
+
+    def _normalize_training_obs(self, obs: torch.Tensor) -> torch.Tensor:
+        """`_normalize_obs` of a training minibatch `[n, obs_dim]`; with normalizer_update
+        per_minibatch the minibatch joins the statistics first (the release's normaliser in
+        training mode)."""
+        if self.config.normalize_input and self.config.normalizer_update == "per_minibatch":
+            self.obs_norm.update(obs)
+        return self._normalize_obs(obs)
 
     def _denormalize_value(self, v: torch.Tensor) -> torch.Tensor:
         if not self.config.normalize_value:
@@ -334,9 +342,9 @@ class PPOAgent:
         stats.update({k: v / num_steps for k, v in sums.items()})
 
         with torch.no_grad():
-            # new statistics apply from the next rollout on, so log-probs stored during this
-            # rollout stay those of the policy that acted
-            if cfg.normalize_input:
+            # per_epoch: new statistics apply from the next rollout on, so log-probs stored during
+            # this rollout stay those of the policy that acted (per_minibatch learnt in _loss)
+            if cfg.normalize_input and cfg.normalizer_update == "per_epoch":
                 self.obs_norm.update(self.rollout.flat("obs"))
             self._after_update(stats)
         self.rollout.reset()
@@ -355,7 +363,7 @@ class PPOAgent:
         cfg = self.config
         values = self.rollout.flat("values")
         returns = returns.reshape(-1)
-        if cfg.normalize_value:
+        if cfg.normalize_value:  # targets come out clamped to +-value_norm_clip
             self.value_norm.update(returns.unsqueeze(-1))
             values = self.value_norm.normalize(values.unsqueeze(-1)).squeeze(-1)
             returns = self.value_norm.normalize(returns.unsqueeze(-1)).squeeze(-1)
@@ -380,7 +388,7 @@ class PPOAgent:
         cfg = self.config
         sampled = mb["sampled"]
         cond = self._batch_conditioning(mb)
-        obs_n = self._normalize_obs(mb["obs"])
+        obs_n = self._normalize_training_obs(mb["obs"])
         mu = self._policy_mu(obs_n, cond)
         log_std = self.log_std.expand_as(mu)
         log_prob = gaussian_log_prob(mb["actions"], mu, log_std)
