@@ -15,6 +15,7 @@ from ase_humanoid.builders import build_agent, build_env, resolve_path
 from ase_humanoid.config import compose_config, saved_value
 from ase_humanoid.errors import CheckpointError, ConfigError
 from ase_humanoid.utils import distributed as dist_utils
+from ase_humanoid.utils.checks import input_file_problem
 from ase_humanoid.utils.checkpoint import POLICY_ENTRIES, RESUME_ENTRIES, load_checkpoint, require_entries
 
 
@@ -78,6 +79,19 @@ def check_resume_config(saved: dict, current: dict, path: Path) -> None:
     """ConfigError naming each run-defining key whose value differs from the resumed run's."""
     diffs = [f"{key}={saved_value(current, key)!r} (the run has {saved_value(saved, key)!r})"
              for key in RUN_DEFINING_KEYS if saved_value(saved, key) != saved_value(current, key)]
+    # the PD damping's place changes the dynamics; runs saved before the key existed used "joint"
+    if (saved_value(saved, "robot.pd_damping") or "joint") != (saved_value(current, "robot.pd_damping") or "joint"):
+        diffs.append(f"robot.pd_damping={saved_value(current, 'robot.pd_damping')!r} "
+                     f"(the run has {saved_value(saved, 'robot.pd_damping') or 'joint'!r})")
+    # the ground and the height scan shape the dynamics and the observation; runs saved before
+    # the terrain group existed were on flat ground without a scan
+    saved_terrain = saved_value(saved, "terrain") or {"name": "flat"}
+    terrain = saved_value(current, "terrain") or {"name": "flat"}
+    diffs += [f"terrain.{key}={terrain.get(key)!r} (the run has {saved_terrain.get(key)!r})"
+              for key in sorted(set(saved_terrain) | set(terrain)) if saved_terrain.get(key) != terrain.get(key)]
+    if bool(saved_value(saved, "task.env.height_scan")) != bool(saved_value(current, "task.env.height_scan")):
+        diffs.append(f"task.env.height_scan={bool(saved_value(current, 'task.env.height_scan'))} "
+                     f"(the run has {bool(saved_value(saved, 'task.env.height_scan'))})")
     if diffs:
         raise ConfigError(f"resume=true from '{path}': {'; '.join(diffs)}. A resumed run keeps the settings "
                           "it was started with: pass the run's values (see its config.yaml) or start a new run_dir")
@@ -93,9 +107,12 @@ def resume_checkpoint_path(cfg: DictConfig, run_dir: Path) -> Path:
         raise ConfigError(f"resume=true with run_dir='{run_dir}' and checkpoint='{cfg.checkpoint}' in another "
                           f"folder ('{resume_from.parent}'): a resume continues the checkpoint's own run; give "
                           "only one of them, or start a new run from its weights with resume=false")
-    if not resume_from.is_file():
+    problem = input_file_problem(resume_from)
+    if problem == "does not exist":
         raise CheckpointError(f"resume=true but there is no checkpoint at '{resume_from}' "
                               "(give run_dir=<run folder> or checkpoint=<file>)")
+    if problem is not None:  # a FIFO or a folder named latest.pt is not "no checkpoint"
+        raise CheckpointError(f"resume=true: checkpoint '{resume_from}' {problem}")
     return resume_from
 
 
@@ -135,6 +152,7 @@ def prepare_run_dir(cfg: DictConfig, run_dir: Path, resume_from: Path | None, is
     else:
         run_folder.refuse_existing_run(run_dir)
     if is_main:
+        run_folder.check_run_paths(run_dir)  # now, not when first written after an epoch
         run_folder.check_writable(run_dir)
     return resumed_state
 
@@ -180,6 +198,7 @@ def train_in_run_dir(cfg: DictConfig, run_dir: Path, resume_from: Path | None, r
     runner = Runner(env, agent, run_dir, resolved, max_epochs=int(cfg.max_epochs),
                     save_every=int(cfg.save_every), checkpoint_every=int(cfg.checkpoint_every),
                     is_main=is_main, update_threads=int(cfg.update_threads),
+                    adapt_update_threads=bool(cfg.adapt_update_threads),
                     quality_every=int(cfg.quality_every), quality_envs=int(cfg.quality_envs))
     purge_step = None
     if resumed_state is not None:

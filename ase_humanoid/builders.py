@@ -67,16 +67,21 @@ def build_env(cfg: DictConfig, rank: int = 0):
             env_options["num_amp_obs_steps"] = int(steps)
             with open_dict(cfg):
                 cfg.task.env.num_amp_obs_steps = int(steps)
+        # The LLC acts on the dynamics it was trained on (a config without the key: "joint").
+        with open_dict(cfg):
+            cfg.robot.pd_damping = saved_pd_damping(llc_state.get("config"))
     env = make_env(
         cfg.task.name,
         num_envs=int(cfg.num_envs),
         robot=cfg.robot.name,
         motion_file=motion_file_for(cfg),
         sim=cfg.sim.name,
+        pd_damping=cfg.robot.get("pd_damping"),
         device=str(cfg.device),
         num_threads=int(cfg.num_threads),
         seed=int(cfg.seed) + 1000 * rank,
         **env_options,
+        **_terrain_env_options(cfg),
         **_task_extra_env_options(cfg),
     )
     if cfg.train.algo == "hrl":
@@ -88,19 +93,39 @@ def build_env(cfg: DictConfig, rank: int = 0):
     return env
 
 
+def saved_pd_damping(saved: dict | None) -> str:
+    """`robot.pd_damping` of a saved run config; runs saved before the key existed used "joint"."""
+    return saved_value(saved, "robot.pd_damping") or "joint"
+
+
 def use_shipped_llc(cfg: DictConfig) -> None:
     """With no llc_checkpoint, a hierarchical task uses the controller shipped for its robot
     (pretrained/), says so, and records it in cfg (so config.yaml names it)."""
-    from ase_humanoid.utils.shipped_models import shipped_llc_path
+    from ase_humanoid.utils.shipped_models import SHIPPED_LLC, shipped_llc_path
 
     path = shipped_llc_path(cfg.robot.name)
-    if path is None:
-        return  # read_llc_checkpoint explains that llc_checkpoint is needed
+    if path is None:  # train.py and the gymnasium entry both end here: one message for both
+        raise ConfigError(f"task {cfg.task.name} is hierarchical (train=hrl) and needs llc_checkpoint=<ASE checkpoint> "
+                          f"(a HumanoidASE run's latest.pt or run folder): no pretrained controller ships for robot "
+                          f"'{cfg.robot.name}' (shipped for: {', '.join(sorted(SHIPPED_LLC))}); or train=amp_task "
+                          "for the flat task")
     shown = path.relative_to(PROJECT_ROOT) if path.is_relative_to(PROJECT_ROOT) else path
     print(f"llc_checkpoint: none given; using the shipped controller {shown} (model card: "
           f"{shown.with_suffix('.md')})", flush=True)
     with open_dict(cfg):
         cfg.llc_checkpoint = str(shown)
+
+
+def _terrain_env_options(cfg: DictConfig) -> dict[str, Any]:
+    """The terrain group's keys (cfg/terrain/*.yaml) for the env; nothing for flat ground, so a
+    flat run builds exactly the env it always did."""
+    terrain = cfg.get("terrain")
+    if terrain is None or terrain.get("name", "flat") == "flat":
+        return {}
+    options = OmegaConf.to_container(terrain, resolve=True)
+    if options.get("mesh_file"):
+        options["mesh_file"] = resolve_path(options["mesh_file"])
+    return {"terrain": options}
 
 
 def _task_extra_env_options(cfg: DictConfig) -> dict[str, Any]:

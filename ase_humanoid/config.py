@@ -15,8 +15,10 @@ from omegaconf import DictConfig, OmegaConf
 
 from ase_humanoid.paths import CFG_DIR
 from ase_humanoid.errors import ConfigError
+from ase_humanoid.utils.checks import check_seed
+from ase_humanoid.utils.cpu_threads import available_cores
 
-CONFIG_GROUPS = ("task", "train", "robot", "sim")
+CONFIG_GROUPS = ("task", "train", "robot", "sim", "terrain")
 PROFILES = ("auto", "paper", "cpu")
 
 
@@ -35,9 +37,68 @@ def group_choices(group: str, cfg_dir: Path = CFG_DIR) -> list[str]:
     return sorted(p.stem for p in (cfg_dir / group).glob("*.yaml"))
 
 
+# Keys whose values are file or folder paths: a path may hold spaces, commas, brackets or quotes,
+# which Hydra's override grammar reads as syntax ("run_dir=my run (1)" is a lexer error), so such
+# a value is quoted for the user.
+PATH_KEYS = ("run_dir", "checkpoint", "llc_checkpoint", "motion_file", "video")
+
+
+def hydra_quote(text: str) -> str:
+    """`text` as a single-quoted Hydra override value that parses back to exactly `text`
+    (a quote is escaped, and so is a run of backslashes before a quote or the closing quote)."""
+    escaped = re.sub(r"(\\+)(?='|$)", lambda m: m.group(1) * 2, text)
+    return "'" + escaped.replace("'", "\\'") + "'"
+
+
+def _parse_override(key: str, value: str):
+    """Hydra's parse of `key=value`; ConfigError naming the key, and how to quote, if it fails."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    try:
+        return OverridesParser.create().parse_override(f"{key}={value}")
+    except Exception as exc:  # Hydra's OverrideParseException / HydraException
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ConfigError(f"cannot read the value of config key '{key}' ({value!r}): {reason}. A value with spaces "
+                          f"or any of , ( ) [ ] {{ }} = ' \" must be quoted for Hydra: {key}={hydra_quote(value)} "
+                          f"(in a shell, quote the whole argument: \"{key}={hydra_quote(value)}\")") from None
+
+
+def _quote_path_value(key: str, value: str) -> str:
+    """`value` of path key `key`, quoted when Hydra would not read it as one plain string."""
+    if key not in PATH_KEYS or value.strip()[:1] in ("'", '"'):
+        return value
+    try:
+        override = _parse_override(key, value)
+        if not override.is_sweep_override():  # "a,b" would be a sweep over two paths
+            return value
+    except ConfigError:
+        pass
+    quoted = hydra_quote(value)
+    if _parse_override(key, quoted).value() != value:  # pragma: no cover - hydra_quote round-trips
+        raise ConfigError(f"config key '{key}': cannot quote {value!r} for Hydra; rename the path")
+    return quoted
+
+
+def check_interpolations(cfg: DictConfig) -> None:
+    """ConfigError naming the key whose `${...}` cannot be resolved (an unset environment
+    variable in `${oc.env:NAME}`, a missing key), instead of OmegaConf's traceback wherever the
+    key is first read."""
+    from omegaconf.errors import OmegaConfBaseException
+
+    try:
+        OmegaConf.to_container(cfg, resolve=True)
+    except OmegaConfBaseException as exc:
+        key = getattr(exc, "full_key", None) or "?"
+        raw = saved_value(OmegaConf.to_container(cfg, resolve=False), key) if key != "?" else None
+        reason = str(exc).strip().splitlines()[0]
+        raise ConfigError(f"config key '{key}': cannot resolve {raw!r}: {reason}; set what it refers to (e.g. "
+                          "export the environment variable) or give the value itself") from None
+
+
 def _split_override(override: str) -> tuple[str, str]:
     if "=" not in override:
-        raise ConfigError(f"override '{override}' is not of the form key=value")
+        raise ConfigError(f"override '{override}' is not of the form key=value (a value with spaces that the shell "
+                          "split? quote the whole argument: \"key='my value'\")")
     key, value = override.split("=", 1)
     key = key.strip()
     if key.startswith(("+", "~")):
@@ -72,6 +133,10 @@ def compose_config(overrides: list[str] | tuple[str, ...] = (), cfg_dir: Path = 
     from hydra.core.global_hydra import GlobalHydra
 
     pairs = [_split_override(o) for o in overrides]
+    pairs = [(key, _quote_path_value(key, value)) for key, value in pairs]
+    for key, value in pairs:
+        if key not in CONFIG_GROUPS:
+            _parse_override(key, value)  # a parse error names the key and says how to quote
     group_overrides = {k: v for k, v in pairs if k in CONFIG_GROUPS}
     for group, choice in group_overrides.items():
         valid = group_choices(group, cfg_dir)
@@ -97,11 +162,30 @@ def compose_config(overrides: list[str] | tuple[str, ...] = (), cfg_dir: Path = 
             raise ConfigError(f"invalid override: {exc}") from exc
     GlobalHydra.instance().clear()
     OmegaConf.set_struct(cfg, False)
+    check_interpolations(cfg)
+    check_hierarchical_task(cfg)
     resolve_auto(cfg)
     apply_profile(cfg, explicit_keys={k for k, _ in pairs}, cfg_dir=cfg_dir)
     check_machine_limits(cfg)  # after the profile: it sets the AMP buffer sizes
     OmegaConf.set_struct(cfg, True)
     return cfg
+
+
+def check_hierarchical_task(cfg: DictConfig) -> None:
+    """train=hrl needs a task with a goal (envs/tasks/): on HumanoidAMP it would otherwise fail
+    later asking for an llc_checkpoint, which is not what is wrong."""
+    if cfg.train.algo != "hrl":
+        return
+    from ase_humanoid.envs import env_class, task_names
+    from ase_humanoid.envs.tasks.common import HumanoidTask
+
+    if issubclass(env_class(cfg.task.name), HumanoidTask):
+        return
+    hierarchical = [name for name in task_names() if issubclass(env_class(name), HumanoidTask)]
+    own = cfg.task.get("default_train")
+    raise ConfigError(f"train=hrl: task {cfg.task.name} is not hierarchical (it has no task goal for a high-level "
+                      f"policy); hierarchical tasks: {', '.join(hierarchical)}"
+                      + (f"; {cfg.task.name} trains with train={own}" if own else ""))
 
 
 def profile_overrides(profile: str, algo: str, cfg_dir: Path = CFG_DIR) -> dict:
@@ -212,7 +296,7 @@ def machine_memory_bytes() -> int:
 def check_machine_limits(cfg: DictConfig) -> None:
     """ConfigError for a thread count above THREADS_PER_CPU x the cores, or a count of envs,
     samples or states whose least memory (MEMORY_BOUNDED_KEYS) exceeds the machine's."""
-    cpus = os.cpu_count() or 1
+    cpus = available_cores()
     for key in ("num_threads", "torch_threads", "update_threads"):
         if cfg[key] > THREADS_PER_CPU * cpus:  # an integer >= 1 here (resolve_auto)
             raise ConfigError(f"config key '{key}' is {cfg[key]}: at most {THREADS_PER_CPU * cpus} threads "
@@ -244,6 +328,8 @@ def check_run_keys(cfg: DictConfig) -> None:
     _require_int(cfg, "save_every", 0, "no numbered snapshots")
     _require_int(cfg, "quality_every", 0, "no motion-quality measurement")
     _require_int(cfg, "quality_envs", 0)
+    if not isinstance(cfg.adapt_update_threads, bool):
+        raise ConfigError(f"config key 'adapt_update_threads' must be true or false, got {cfg.adapt_update_threads!r}")
     seconds = cfg.video_seconds
     if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not 0 < seconds < float("inf"):
         raise ConfigError(f"config key 'video_seconds' must be a positive number, got {seconds!r}")
@@ -259,24 +345,25 @@ def resolve_auto(cfg: DictConfig) -> None:
     if cfg.sim.name == "auto":
         cfg.sim.name = "mujoco_warp" if (str(cfg.device).startswith("cuda") and _warp_installed()) else "mujoco"
     if cfg.num_threads == "auto":
-        cfg.num_threads = os.cpu_count() or 1
+        cfg.num_threads = available_cores()
     if cfg.torch_threads == "auto":
         # On CPU the physics threads and torch alternate; on small machines two torch threads
         # fighting the MuJoCo pool (or anything else) are several times slower than one.
-        cfg.torch_threads = max(1, (os.cpu_count() or 2) // 2) if str(cfg.device) == "cpu" else torch_default_threads()
+        cfg.torch_threads = max(1, available_cores() // 2) if str(cfg.device) == "cpu" else torch_default_threads()
     if cfg.update_threads == "auto":
         # The physics threads are idle during the update, so it gets every core: on 2 cores the
         # CPU profile's update measured 0.3 s with 2 threads against 0.6 s with 1.
-        cfg.update_threads = (os.cpu_count() or 1) if str(cfg.device) == "cpu" else cfg.torch_threads
+        cfg.update_threads = available_cores() if str(cfg.device) == "cpu" else cfg.torch_threads
     if cfg.num_envs == "auto":
         if cfg.sim.name == "mujoco_warp" and str(cfg.device).startswith("cuda"):
             cfg.num_envs = 4096
         else:
             # About 64 worlds per core keeps the C threads busy without starving the update.
-            cfg.num_envs = int(min(512, 64 * (os.cpu_count() or 1)))
+            cfg.num_envs = int(min(512, 64 * available_cores()))
     for key in ("num_envs", "num_threads", "torch_threads", "update_threads", "seed", "max_epochs"):
         value = cfg[key]
         if not isinstance(value, int) or isinstance(value, bool):
             raise ConfigError(f"config key '{key}' must be an integer, got {value!r}")
         if key != "seed" and value <= 0:
             raise ConfigError(f"config key '{key}' must be positive, got {value}")
+    check_seed(cfg.seed)  # the range train.py, the gymnasium entry and reset(seed=...) share

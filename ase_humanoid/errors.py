@@ -23,3 +23,7 @@ class CheckpointError(AseHumanoidError):
 
 class TrainingError(AseHumanoidError):
     """Training cannot go on (e.g. a loss turned NaN or infinite); the last good checkpoint stays."""
+
+
+class EnvStateError(AseHumanoidError, RuntimeError):
+    """An env was used out of order: stepped before its first reset, or used after close()."""

@@ -43,6 +43,15 @@ def load_policy(cfg: DictConfig):
         # The discriminator saw this history length (the CPU profile's 2 or the release's 10).
         with open_dict(cfg):
             cfg.task.env.num_amp_obs_steps = int(saved_steps)
+    if state.get("config") is not None:
+        from ase_humanoid.builders import saved_pd_damping
+
+        # The policy is evaluated on the dynamics it was trained on (robot.pd_damping).
+        trained = saved_pd_damping(saved)
+        if cfg.robot.get("pd_damping", trained) != trained:
+            print(f"robot.pd_damping={trained}: the checkpoint was trained with it", file=sys.stderr, flush=True)
+        with open_dict(cfg):
+            cfg.robot.pd_damping = trained
     env = build_env(cfg)
     saved_train = saved.get("train")
     if saved_train is not None:
@@ -93,7 +102,7 @@ def evaluate(cfg: DictConfig) -> dict[str, float]:
         raise ConfigError(f"latent must be random or fixed, got '{cfg.latent}'")
 
     if cfg.viewer:
-        return run_viewer(env, agent)
+        return run_viewer(env, agent, latent=cfg.latent, task_name=cfg.task.name)
     stats = run_episodes(env, agent, cfg)
     if reports_skills(cfg):
         from ase_humanoid.skills import SkillOptions, format_summary
@@ -150,6 +159,8 @@ def run_episodes(env, agent, cfg: DictConfig) -> dict[str, float]:
         stats.update(quality.pop_means())
     if hasattr(env, "task_metrics"):
         stats.update(env.task_metrics())
+    if hasattr(env, "terrain_metrics"):  # fall rate per tile kind on terrain
+        stats.update(env.terrain_metrics())
     stats["eval/seconds"] = time.time() - t0
     if recorder is not None:
         from ase_humanoid.utils.render import write_video
@@ -200,27 +211,76 @@ def _overlay(env, cfg: DictConfig, seconds: float) -> list[str]:
     return lines
 
 
-def run_viewer(env, agent) -> dict[str, float]:
-    """Interactive viewer on env 0: space pauses; the policy runs at real time."""
+def viewer_texts(env, task_name: str, tracker: EpisodeTracker) -> list[tuple[str, str]]:
+    """The viewer's corner text: env 0's task and current episode, and the statistics of the
+    episodes finished so far (all envs)."""
+    steps = int(env.episode_steps[0])
+    rows = [("task", task_name)]
+    if hasattr(env, "describe"):
+        rows.append((getattr(env, "describe_label", "goal"), env.describe(0)))
+    rows.append(("episode", f"t={steps * env.dt:5.2f} s  return {float(env.episode_return[0]):.2f}"))
+    count = len(tracker.lengths)
+    if count:
+        rows.append(("finished", f"{count}: return {np.mean(tracker.returns):.2f}  length "
+                                 f"{np.mean(tracker.lengths):.0f}  falls {100 * np.mean(tracker.falls):.0f}%"))
+    else:
+        rows.append(("finished", "0"))
+    return rows
+
+
+def run_viewer(env, agent, latent: str = "random", task_name: str | None = None,
+               on_frame=None) -> dict[str, float]:
+    """Interactive viewer on env 0: the camera frames and follows its humanoid (the user's zoom,
+    turns and pans stay), the task's markers are drawn and the corner shows the task, the current
+    episode and the statistics of finished episodes; every control step is shown at real time
+    (also under a high-level policy); space pauses. `on_frame(viewer)` runs after each shown
+    frame and may return False to close the viewer (tests). Returns the episode statistics."""
     import mujoco
 
-    from ase_humanoid.utils.render import launch_viewer
+    from ase_humanoid.utils.render import FollowViewer
 
     data = mujoco.MjData(env.mj_model)
     paused = {"value": False}
+    task_name = task_name or type(env).__name__
+    tracker = EpisodeTracker()
+    stop = {"value": False}
 
     def on_key(keycode: int) -> None:
         if keycode == 32:  # space
             paused["value"] = not paused["value"]
 
     obs = env.reset()
-    with launch_viewer(env.mj_model, data, key_callback=on_key) as viewer:
-        while viewer.is_running():
-            start = time.time()
-            if not paused["value"]:
-                obs, *_ = env.step(_policy_actions(agent, obs, env))
-                data.qpos[:] = env.render_state(0)
-                mujoco.mj_forward(env.mj_model, data)
-                viewer.sync()
-            time.sleep(max(0.0, 1.0 / env.control_freq - (time.time() - start)))
-    return {}
+    data.qpos[:] = env.render_state(0)
+    mujoco.mj_forward(env.mj_model, data)
+    with FollowViewer(env.mj_model, data, key_callback=on_key) as viewer:
+        last = {"time": time.time()}
+
+        def show() -> None:  # after every control step, also inside a high-level step
+            if stop["value"] or not viewer.is_running():
+                return
+            data.qpos[:] = env.render_state(0)
+            mujoco.mj_forward(env.mj_model, data)
+            viewer.sync(viewer_texts(env, task_name, tracker), env.markers(0))
+            if on_frame is not None and on_frame(viewer) is False:
+                stop["value"] = True
+            time.sleep(max(0.0, env.dt - (time.time() - last["time"])))
+            last["time"] = time.time()
+
+        previous_callback, env.step_callback = env.step_callback, show
+        try:
+            show()
+            while viewer.is_running() and not stop["value"]:
+                if paused["value"]:
+                    show()  # keeps the camera and the user's moves alive
+                    time.sleep(1.0 / 30.0)
+                    continue
+                actions = _policy_actions(agent, obs, env)
+                obs, _, terminated, truncated, info = env.step(actions)
+                if agent is not None:
+                    _advance_latents(agent, terminated | truncated, latent)
+                tracker.add(info, terminated, truncated)
+        finally:
+            env.step_callback = previous_callback
+    if not tracker.lengths:
+        return {}
+    return tracker.pop_means()

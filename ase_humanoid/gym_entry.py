@@ -13,24 +13,24 @@ import dataclasses
 import re
 from typing import Any
 
-from omegaconf import OmegaConf
-
 from ase_humanoid.builders import build_env
-from ase_humanoid.config import compose_config
+from ase_humanoid.config import compose_config, hydra_quote
 from ase_humanoid.envs import env_class, gym_id
 from ase_humanoid.envs.gym_vector import HumanoidVectorEnv
 from ase_humanoid.errors import ConfigError
-from ase_humanoid.paths import CFG_DIR
 
 # make_vector_env keywords that are top-level keys of the run config (cfg/config.yaml).
 RUN_CONFIG_KEYS = ("robot", "motion_file", "sim", "device", "num_threads", "seed", "profile",
-                   "llc_checkpoint")
+                   "llc_checkpoint", "train")
 # ... and keywords that are agent keys but shape the env (the hierarchical env's LLC rate).
 AGENT_KEYS = {"llc_steps": "train.params.llc_steps"}
 
 
 def hydra_value(value: Any) -> str:
-    """`value` written as a Hydra command-line override value."""
+    """`value` written as a Hydra command-line override value that reads back as the same type:
+    a string such as "4" or "true" is quoted, so that the run config's type checks see a string."""
+    if hasattr(value, "item") and getattr(value, "ndim", None) == 0:
+        value = value.item()  # numpy / torch scalars are numbers
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -40,15 +40,16 @@ def hydra_value(value: Any) -> str:
     if isinstance(value, (list, tuple)):
         return "[" + ",".join(hydra_value(v) for v in value) + "]"
     text = str(value)
-    if re.fullmatch(r"[\w./:+\-~]+", text):
+    if re.fullmatch(r"[\w./:+\-~]+", text) and _reads_as(text) == text:
         return text
-    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+    return hydra_quote(text)
 
 
-def _task_default_train(task: str) -> str | None:
-    """The task's `default_train` (cfg/task/<task>.yaml), None when it names none."""
-    path = CFG_DIR / "task" / f"{task}.yaml"
-    return OmegaConf.load(path).get("default_train") if path.exists() else None
+def _reads_as(text: str) -> Any:
+    """What Hydra reads override value `text` as (4 for "4", None for "null", ...)."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    return OverridesParser.create().parse_override(f"key={text}").value()
 
 
 def vector_env_overrides(task: str, num_envs: int, options: dict[str, Any]) -> list[str]:
@@ -56,12 +57,13 @@ def vector_env_overrides(task: str, num_envs: int, options: dict[str, Any]) -> l
     keyword `options`: run-config keys (`RUN_CONFIG_KEYS`), `llc_steps`, and the task's env keys
     (`task.env.*`). Unknown keywords raise `ConfigError` listing the valid ones."""
     env_keys = {f.name for f in dataclasses.fields(env_class(task).config_class)} - set(RUN_CONFIG_KEYS) - {"num_envs"}
-    overrides = [f"task={task}", f"num_envs={int(num_envs)}"]
-    # A task whose default algorithm is hierarchical needs an LLC; without one it is the flat task.
-    if options.get("llc_checkpoint") is not None:
+    # num_envs goes through the run config's own check (an integer: "4" or 4.0 is an error there)
+    overrides = [f"task={task}", f"num_envs={hydra_value(num_envs)}"]
+    # An llc_checkpoint makes a task hierarchical. Without one a hierarchical task is built as
+    # train.py builds it: on the controller shipped for the robot (builders.use_shipped_llc), or
+    # the same error when none ships; train="amp_task" gives the flat task instead.
+    if options.get("llc_checkpoint") is not None and "train" not in options:
         overrides.append("train=hrl")
-    elif _task_default_train(task) == "hrl":
-        overrides.append("train=amp_task")
     for key, value in options.items():
         if key in RUN_CONFIG_KEYS:
             overrides.append(f"{key}={hydra_value(value)}")
@@ -76,11 +78,20 @@ def vector_env_overrides(task: str, num_envs: int, options: dict[str, Any]) -> l
     return overrides
 
 
+def refuse_single_env(task: str, **options):
+    """gymnasium.make's entry point: the envs are batched, so only make_vec builds them (without
+    this, gymnasium.make says "entry_point is not specified", which does not say what to do)."""
+    raise ConfigError(f"{gym_id(task)} is a batched vector env: build it with gymnasium.make_vec("
+                      f"'{gym_id(task)}', num_envs=N, ...), not gymnasium.make (num_envs=1 for a single humanoid)")
+
+
 def make_vector_env(task: str, num_envs: int = 1, render_env_id: int = 0, **options) -> HumanoidVectorEnv:
     """Task `task` with `num_envs` envs as train.py builds it, as a `HumanoidVectorEnv`.
 
     Keyword options: run-config keys (robot, motion_file, sim, device, num_threads, seed, profile,
-    llc_checkpoint: an ASE checkpoint makes a task hierarchical, its actions 64-d latents),
+    llc_checkpoint: an ASE checkpoint makes a task hierarchical, its actions 64-d latents; without
+    one a hierarchical task uses the robot's shipped controller, as train.py does; train: a
+    cfg/train choice, e.g. "amp_task" for the flat version of a hierarchical task),
     `llc_steps`, and the task's env keys (state_init, max_episode_length, ...).
     """
     cfg = compose_config(vector_env_overrides(task, num_envs, options))

@@ -146,6 +146,15 @@ def pd_targets_for(robot_name: str | None) -> PDTargets | None:
     return PDTargets(robot.pd_action_offset, robot.pd_action_scale)
 
 
+def check_robot_fits(pd: PDTargets | None, robot_name: str | None, action_dim: int, source: str) -> None:
+    """CheckpointError unless `robot_name`'s actuators match the policy's actions (an AMP run of
+    amp_humanoid exported with robot=sword_shield: 28 actions, 31 actuators)."""
+    if pd is not None and pd.offset.numel() != action_dim:
+        raise CheckpointError(f"{source}: the policy has {action_dim} actions but robot '{robot_name}' has "
+                              f"{pd.offset.numel()} actuators; give the robot the policy was trained on (omit "
+                              "--robot to use the run config's)")
+
+
 def _submodule_state(model_state: dict[str, torch.Tensor], prefix: str) -> dict[str, torch.Tensor]:
     return {k[len(prefix):]: v for k, v in model_state.items() if k.startswith(prefix)}
 
@@ -186,6 +195,8 @@ def policy_models(agent_state: dict[str, Any], robot_name: str | None = None,
 
     algo, dims = agent_state.get("algo"), agent_state.get("dims", {})
     pd = pd_targets_for(robot_name)
+    if isinstance(dims.get("action_dim"), int) and algo != "HRLAgent":  # HRL: latent actions, checked below
+        check_robot_fits(pd, robot_name, dims["action_dim"], source)
     if algo in ("PPOAgent", "AMPAgent"):
         actor, cfg = _gaussian_actor(agent_state, GaussianActor, AMPConfig if algo == "AMPAgent" else PPOConfig)
         norm = _normalizer(agent_state["obs_norm"], dims["obs_dim"], cfg.obs_clip, cfg.normalize_input)
@@ -200,7 +211,9 @@ def policy_models(agent_state: dict[str, Any], robot_name: str | None = None,
         llc = LowLevelController.from_export(agent_state["llc"], source=source)
         high = ExportedModel("high_level", HighLevelPolicy(norm, actor), {"obs": dims["obs_dim"]},
                              {"latent": dims["action_dim"]}, {"llc_steps": cfg.llc_steps})
-        low = _low_level_model(llc, pd_targets_for(robot_name or llc.robot_name), "low_level")
+        low_pd = pd_targets_for(robot_name or llc.robot_name)
+        check_robot_fits(low_pd, robot_name or llc.robot_name, llc.action_dim, source)
+        low = _low_level_model(llc, low_pd, "low_level")
         low.notes["obs"] = f"the first {llc.obs_dim} numbers of the task observation (the humanoid's)"
         return [high, low]
     raise CheckpointError(f"{source}: cannot export a {algo!r} agent; exportable: {', '.join(POLICY_ALGOS)}")

@@ -46,6 +46,27 @@ def refuse_existing_run(run_dir: Path) -> None:
                           "resume=true, or give a new run_dir (or delete the folder) to start over")
 
 
+# What a run writes in its folder, by kind: a folder where a file goes (or the reverse) would fail
+# only when first written, after an epoch of training.
+RUN_PATH_KINDS = {"latest.pt": "file", "metrics.jsonl": "file", "config.yaml": "file", "tensorboard": "folder",
+                  "replay": "folder"}
+
+
+def check_run_paths(run_dir: Path) -> None:
+    """ConfigError if `run_dir` is not a folder, or a path the run writes in it has the wrong kind."""
+    if run_dir.exists() and not run_dir.is_dir():
+        raise ConfigError(f"run_dir '{run_dir}' is a file, not a folder; give a folder path")
+    for name, kind in RUN_PATH_KINDS.items():
+        path = run_dir / name
+        if not (path.exists() or path.is_symlink()):
+            continue  # written fresh by the run
+        if path.is_dir() if kind == "folder" else path.is_file():
+            continue
+        found = "a folder" if path.is_dir() else "a file" if path.is_file() else "neither a file nor a folder"
+        raise ConfigError(f"run_dir '{run_dir}': '{name}' is {found}, but the run writes it as a {kind}; move it "
+                          "away or give another run_dir")
+
+
 def check_writable(run_dir: Path) -> None:
     """Create `run_dir` and write a probe file in it: an unwritable folder or a full disk is a
     ConfigError now, before the env and agent are built, not a traceback after."""
@@ -86,6 +107,8 @@ def hold_run_dir(run_dir: Path) -> Iterator[None]:
     metrics.jsonl, so it gets a ConfigError instead. Creates the folder (ConfigError if it
     cannot); the lock file is opened without being written, so holding changes nothing."""
     lock_path = run_dir / LOCK_FILE
+    if run_dir.exists() and not run_dir.is_dir():  # mkdir would say only "File exists"
+        raise ConfigError(f"run_dir '{run_dir}' is a file, not a folder; give a folder path")
     try:
         run_dir.mkdir(parents=True, exist_ok=True)
         fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)

@@ -24,6 +24,7 @@ from ase_humanoid.agents.replay_journal import BufferJournal, restore_buffer
 from ase_humanoid.envs.checkpointing import env_state_dict, load_env_state_dict
 from ase_humanoid.envs.motion_quality import MotionQualityProbe
 from ase_humanoid.errors import TrainingError
+from ase_humanoid.utils.cpu_threads import UpdateThreadChooser
 from ase_humanoid.utils.checkpoint import RESUME_ENTRIES, load_checkpoint, require_entries, save_checkpoint
 from ase_humanoid.utils.logger import TrainingLogger
 
@@ -130,11 +131,14 @@ class Runner:
             every this many epochs (the first included), on `quality_envs` worlds; 0: never.
             The same pass logs how those worlds differ (`skills/*`: distinct nearest clips,
             spread of root speed, ASE encoder agreement enc(amp_obs) . z).
+        update_threads: torch threads of the update (None: leave torch's setting).
+        adapt_update_threads: choose 1 or `update_threads` per update by measured time.
     """
 
     def __init__(self, env, agent, run_dir: str | Path, config: dict, max_epochs: int,
                  save_every: int = 50, checkpoint_every: int = 1, is_main: bool = True,
-                 update_threads: int | None = None, quality_every: int = 5, quality_envs: int = 32):
+                 update_threads: int | None = None, quality_every: int = 5, quality_envs: int = 32,
+                 adapt_update_threads: bool = False):
         self.env, self.agent = env, agent
         self.run_dir = Path(run_dir)
         self.config = config
@@ -143,6 +147,8 @@ class Runner:
         self.checkpoint_every = max(1, checkpoint_every)
         self._latest_epoch = -1
         self.update_threads = update_threads
+        self.thread_chooser = (UpdateThreadChooser(update_threads)
+                               if adapt_update_threads and update_threads is not None else None)
         self.is_main = is_main
         self.epoch = 0
         self.global_step = 0
@@ -239,15 +245,23 @@ class Runner:
 
     def update_agent(self) -> dict[str, float]:
         """agent.update() with `update_threads` torch threads: the physics threads are idle
-        during the update, so it may use every core (rollouts keep fewer, see torch_threads)."""
+        during the update, so it may use every core (rollouts keep fewer, see torch_threads).
+        With adapt_update_threads the count is chosen per update between 1 and update_threads
+        by measured time (utils/cpu_threads.py: beside other busy processes 1 thread is faster)."""
         if self.update_threads is None:
             return self.agent.update()
+        threads = self.thread_chooser.next_threads() if self.thread_chooser else self.update_threads
         rollout_threads = torch.get_num_threads()
-        torch.set_num_threads(self.update_threads)
+        torch.set_num_threads(threads)
+        start = time.perf_counter()
         try:
-            return self.agent.update()
+            stats = self.agent.update()
         finally:
             torch.set_num_threads(rollout_threads)
+        if self.thread_chooser is not None:
+            self.thread_chooser.record(threads, time.perf_counter() - start)
+        stats["perf/update_threads"] = float(threads)
+        return stats
 
     def learn(self, logger: TrainingLogger | None = None, time_budget_s: float | None = None) -> dict[str, float]:
         """Train until `max_epochs` (or until `time_budget_s` of wall clock has passed);
@@ -277,6 +291,8 @@ class Runner:
             stats["time/update"] = t_end - t_update
             stats["perf/samples_per_s"] = self.agent.config.horizon_length * self.env.num_envs / (t_end - t_start)
             stats.update(fault_counters(self.env))
+            if hasattr(self.env, "terrain_metrics"):  # curriculum level, falls per tile kind
+                stats.update(self.env.terrain_metrics())
             # Log before saving: a kill in between repeats this epoch after resume (its logs are
             # truncated to the checkpoint) instead of leaving it out of the logs for good.
             if logger is not None:

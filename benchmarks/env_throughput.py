@@ -9,6 +9,12 @@ substeps per control step and the same random PD targets, started from the env's
 states, with nothing else per step. The two loops run in alternating rounds, so that load from
 other processes affects both alike. `ratio` = env steps/s / raw steps/s (1.0 would mean the env
 adds no overhead to the physics). Prints one JSON object with --json, else a short summary.
+
+    python benchmarks/env_throughput.py --task HumanoidAMP --terrain mixed --height-scan --json
+
+`--terrain rough|mixed|mesh` (cfg/terrain/<name>.yaml) runs the env on that terrain and, in the
+same alternating rounds, the same env on flat ground: `terrain_vs_flat` = terrain env steps/s /
+flat env steps/s (the raw rollout is the terrain model's).
 """
 
 from __future__ import annotations
@@ -44,6 +50,8 @@ def parse_args(argv=None):
     parser.add_argument("--torch-threads", type=int, default=1,
                         help="torch intra-op threads for the env's tensor math (small tensors: 1 is fastest)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--terrain", default="flat", help="cfg/terrain/<name>.yaml: flat | rough | mixed | mesh")
+    parser.add_argument("--height-scan", action="store_true", help="with the height-scan observation")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     return parser.parse_args(argv)
 
@@ -79,6 +87,18 @@ def main(argv=None) -> dict:
                       device=args.device, seed=args.seed)
     if args.task != "HumanoidPerturb":
         env_kwargs["motion_file"] = args.motion_file
+    on_terrain = args.terrain != "flat"
+    flat_env = None
+    if on_terrain:
+        from omegaconf import OmegaConf
+
+        from ase_humanoid.paths import CFG_DIR
+
+        flat_env = make_env(args.task, **env_kwargs)
+        flat_env.reset()
+        env_kwargs["terrain"] = OmegaConf.to_container(OmegaConf.load(CFG_DIR / "terrain" / f"{args.terrain}.yaml"))
+    if args.height_scan:
+        env_kwargs["height_scan"] = True
     startup = time.perf_counter()
     env = make_env(args.task, **env_kwargs)
     env.reset()
@@ -110,7 +130,10 @@ def main(argv=None) -> dict:
                      initial_warmstart=None, state=out)
         np.copyto(state, out[:, -1])
 
-    timings = interleaved({"env": env_step, "raw": raw_step}, args.seconds)
+    loops = {"env": env_step, "raw": raw_step}
+    if flat_env is not None:
+        loops["flat_env"] = lambda i: flat_env.step(actions[i % NUM_ACTION_SETS])
+    timings = interleaved(loops, args.seconds)
     (env_calls, env_time), (raw_calls, raw_time) = timings["env"], timings["raw"]
     pool.close()
     env.close()
@@ -123,7 +146,14 @@ def main(argv=None) -> dict:
         "raw_env_steps_per_s": round(raw_rate, 1), "ratio": round(env_rate / raw_rate, 3),
         "env_step_ms": round(1e3 * env_time / env_calls, 3), "raw_step_ms": round(1e3 * raw_time / raw_calls, 3),
         "episode_resets": stats["resets"], "startup_s": round(startup, 2),
+        "terrain": args.terrain, "height_scan": args.height_scan,
     }
+    if flat_env is not None:
+        flat_calls, flat_time = timings["flat_env"]
+        flat_rate = flat_calls * env.num_envs / flat_time
+        result["flat_env_steps_per_s"] = round(flat_rate, 1)
+        result["terrain_vs_flat"] = round(env_rate / flat_rate, 3)
+        flat_env.close()
     if args.json:
         print(json.dumps(result))
     else:

@@ -112,6 +112,7 @@ def main(argv=None) -> int:
     runner = Runner(env, agent, run_dir, OmegaConf.to_container(cfg, resolve=True),
                     max_epochs=int(cfg.max_epochs), save_every=int(cfg.save_every),
                     checkpoint_every=int(cfg.checkpoint_every), update_threads=int(cfg.update_threads),
+                    adapt_update_threads=bool(cfg.adapt_update_threads),
                     quality_every=int(cfg.quality_every), quality_envs=int(cfg.quality_envs))
     start = time.perf_counter()
     logger = CurveLogger(TrainingLogger(run_dir, cfg.max_epochs), start)

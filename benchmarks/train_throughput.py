@@ -6,9 +6,21 @@ the same env alone (random actions, no agent) measured in the same run.
     python benchmarks/train_throughput.py --task HumanoidAMP --json                  # CPU profile
     python benchmarks/train_throughput.py --task HumanoidAMP --json profile=paper    # the release's sizes
     python benchmarks/train_throughput.py --task HumanoidHeading --envs 128 --compare-amp-env-only --json
+    python benchmarks/train_throughput.py --task HumanoidAMP --busy 1 --json         # beside a busy process
+    python benchmarks/train_throughput.py --task HumanoidAMP --beside-training --json  # beside a 2nd training
 
-Prints one JSON object: samples_per_s, env_only_samples_per_s and their ratio. The first epoch
-(warm-up) is excluded from the averages.
+Prints one JSON object: samples_per_s, env_only_samples_per_s and their ratio, update_share (the
+update's fraction of the epoch time), the CPU's model and cores. The first epoch (warm-up) is
+excluded from the averages. A hierarchical task (train=hrl) without `llc_checkpoint=...` runs on a
+freshly initialised LLC (see below); its samples are high-level ones (`llc_steps` control steps).
+
+`--busy N` / `--beside-training`: the same measurements idle and beside a load, in one run: N
+single-threaded busy processes (`while True: pass`), or a second training of the same task and
+settings (`train.py` in a temporary run_dir; the timing starts once it has logged its first epoch).
+The load is stopped (SIGSTOP) for idle measurements and let run (SIGCONT) for loaded ones; the
+timed epochs alternate idle, loaded, idle, ... so that drift affects both alike. Adds `loaded`
+(the same figures under load), `loaded_to_idle` (samples/s) and `env_only_loaded_to_idle`. The
+load's processes are killed at the end, on errors and Ctrl-C too (benchmarks/_load.py).
 
 `--compare-amp-env-only` (hierarchical tasks): control steps per second of hierarchical training
 (rollout + update; one high-level sample is `llc_steps` control steps) against plain HumanoidAMP
@@ -22,39 +34,56 @@ speed measurement needs no trained one; a trained one falls less, so it resets l
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
+import platform
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # benchmarks/_load.py, also when imported
 
 import ase_humanoid  # noqa: E402,F401  (first: sets the OpenMP wait policy before torch loads, as train.py)
+from _load import BackgroundLoad  # noqa: E402  (benchmarks/_load.py)
+
+from ase_humanoid.utils.cpu_threads import UpdateThreadChooser, available_cores  # noqa: E402
+
+# Untimed epochs per condition in which the update's thread choice settles (warm-up, then each
+# of the two counts once: utils/cpu_threads.py).
+ADAPT_EPOCHS = 3
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--task", default="HumanoidASE")
     parser.add_argument("--envs", type=int, default=256)
-    parser.add_argument("--epochs", type=int, default=3, help="timed epochs after one warm-up epoch")
+    parser.add_argument("--epochs", type=int, default=3,
+                        help="timed epochs (per condition with a load) after one warm-up epoch")
     parser.add_argument("--sim", default="mujoco")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--threads", type=int, default=None, help="MuJoCo threads (default: all cores)")
     parser.add_argument("--torch-threads", type=int, default=None, help="torch threads while stepping envs")
     parser.add_argument("--update-threads", type=int, default=None, help="torch threads during the update")
+    load_group = parser.add_mutually_exclusive_group()
+    load_group.add_argument("--busy", type=int, default=0, metavar="N",
+                            help="also measure beside N single-threaded busy processes (idle and loaded "
+                                 "epochs interleaved)")
+    load_group.add_argument("--beside-training", action="store_true",
+                            help="also measure beside a second training of the same task and settings "
+                                 "(train.py in a temporary run_dir)")
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--compare-amp-env-only", action="store_true",
                         help="hierarchical task: training control steps/s against HumanoidAMP env-only")
     parser.add_argument("--rounds", type=int, default=5, help="--compare-amp-env-only: interleaved rounds")
     parser.add_argument("overrides", nargs="*", help="extra train.py overrides, e.g. train.params.mini_epochs=2")
     args = parser.parse_args(argv)
-
-    import torch
-
-    from ase_humanoid.builders import build_agent, build_env
-    from ase_humanoid.config import compose_config
-    from ase_humanoid.runner import Runner
+    if args.busy < 0:
+        parser.error("--busy needs a count >= 0")
+    if args.compare_amp_env_only and (args.busy or args.beside_training):
+        parser.error("--busy / --beside-training measure the plain mode, not --compare-amp-env-only")
 
     overrides = [f"task={args.task}", f"num_envs={args.envs}", f"sim={args.sim}", f"device={args.device}",
                  *args.overrides]
@@ -62,13 +91,107 @@ def main(argv=None) -> int:
         overrides.append(f"num_threads={args.threads}")
     if args.compare_amp_env_only:
         return compare_with_amp_env_only(args, overrides)
+    with tempfile.TemporaryDirectory() as tmp:
+        overrides = with_fresh_llc_if_hierarchical(overrides, Path(tmp))
+        with start_load(args, overrides, Path(tmp)) as load:
+            result = measure(args, overrides, load)
+    print(json.dumps(result) if args.json else json.dumps(result, indent=2))
+    return 0
+
+
+def start_load(args, overrides: list[str], folder: Path):
+    """The load the command line asks for (a `BackgroundLoad`, see benchmarks/_load.py), or None
+    in a context that does nothing."""
+    if args.busy:
+        return BackgroundLoad.busy(args.busy)
+    if args.beside_training:
+        # The same settings as the measured training, --torch-threads / --update-threads included.
+        extra = [f"{key}={value}" for key, value in (("torch_threads", args.torch_threads),
+                                                     ("update_threads", args.update_threads)) if value]
+        return BackgroundLoad.training([*overrides, *extra], folder)
+    return contextlib.nullcontext()
+
+
+def measure(args, overrides: list[str], load: BackgroundLoad | None) -> dict:
+    """Warm-up epoch, env-only stepping, then `args.epochs` timed epochs; with a load, each
+    measurement idle (load stopped) and loaded, the epochs interleaved."""
+    import torch
+
+    from ase_humanoid.builders import build_agent, build_env
+    from ase_humanoid.config import compose_config
+    from ase_humanoid.runner import Runner
+
     cfg = compose_config(overrides)
     # As train.py does, unless --torch-threads says otherwise.
     torch.set_num_threads(args.torch_threads or int(cfg.torch_threads))
     env = build_env(cfg)
     agent = build_agent(cfg, env)
+    sim_time = time_the_physics(env)
+    conditions = ["idle", "loaded"] if load is not None else ["idle"]
+    if load is not None:
+        load.wait_ready()  # a second training: past its start-up and first epoch
+        load.set_active(False)
+    horizon = agent.config.horizon_length
+    with tempfile.TemporaryDirectory() as run_dir:
+        # As train.py: the update's thread count adapts to the load unless --update-threads fixes it.
+        adapt = args.update_threads is None and bool(cfg.adapt_update_threads)
+        runner = Runner(env, agent, run_dir, config={}, max_epochs=1, save_every=0, is_main=False,
+                        update_threads=args.update_threads or int(cfg.update_threads),
+                        adapt_update_threads=adapt)
+        runner.learn()  # one warm-up epoch (first-call allocations, demo buffer already filled)
+        env_only = {}
+        for condition in conditions:
+            set_condition(load, condition)
+            env_only[condition] = env_only_samples_per_s(env, args.epochs * horizon)
+        runner.obs = env.reset()  # the env-only steps moved the worlds on
+        epochs: dict[str, list[dict]] = {condition: [] for condition in conditions}
+        if adapt:
+            # The thread choice follows the load over a few epochs, so each condition is measured
+            # as a block after the chooser has timed both counts under it (as a long run would).
+            for condition in conditions:
+                set_condition(load, condition)
+                runner.thread_chooser = UpdateThreadChooser(runner.update_threads)
+                for _ in range(ADAPT_EPOCHS):
+                    timed_epoch(runner, sim_time)
+                epochs[condition] = [timed_epoch(runner, sim_time) for _ in range(args.epochs)]
+        else:
+            for _ in range(args.epochs):
+                for condition in conditions:
+                    set_condition(load, condition)
+                    epochs[condition].append(timed_epoch(runner, sim_time))
+    env.close()
+    samples_per_epoch = horizon * env.num_envs
+    result = {
+        "task": args.task, "algo": cfg.train.algo, "envs": env.num_envs, "sim": cfg.sim.name,
+        "device": str(cfg.device), "epochs": args.epochs, "horizon_length": horizon,
+        "profile": str(cfg.profile),
+        **summarize(epochs["idle"], samples_per_epoch, env_only["idle"]),
+        "torch_threads": torch.get_num_threads(), "update_threads": runner.update_threads,
+        "mujoco_threads": int(cfg.num_threads), "cpu": cpu_description(),
+    }
+    if load is not None:
+        loaded = summarize(epochs["loaded"], samples_per_epoch, env_only["loaded"])
+        result.update({
+            "load": load.description, "loaded": loaded,
+            "loaded_to_idle": loaded["samples_per_s"] / result["samples_per_s"],
+            "env_only_loaded_to_idle": env_only["loaded"] / env_only["idle"],
+        })
+    if cfg.train.algo == "hrl":  # one high-level sample is llc_steps control steps
+        result["llc_steps"] = env.llc_steps
+        for figures in (result, result.get("loaded", {})):
+            if figures:
+                figures["control_steps_per_s"] = figures["samples_per_s"] * env.llc_steps
+    return result
 
-    # Time the physics separately from the rest of env.step (observations, rewards, resets).
+
+def set_condition(load: BackgroundLoad | None, condition: str) -> None:
+    if load is not None:
+        load.set_active(condition == "loaded")
+
+
+def time_the_physics(env) -> dict[str, float]:
+    """Wrap `env.sim.step` to add its wall time to the returned dict's "s" (the physics apart
+    from the rest of env.step: observations, rewards, resets)."""
     sim_time = {"s": 0.0}
     sim_step = env.sim.step
 
@@ -78,39 +201,57 @@ def main(argv=None) -> int:
         sim_time["s"] += time.perf_counter() - t0
 
     env.sim.step = timed_step
-    with tempfile.TemporaryDirectory() as run_dir:
-        runner = Runner(env, agent, run_dir, config={}, max_epochs=1, save_every=0, is_main=False,
-                        update_threads=args.update_threads or int(cfg.update_threads))
-        runner.learn()  # one warm-up epoch (first-call allocations, demo buffer already filled)
-        env_only = env_only_samples_per_s(env, args.epochs * agent.config.horizon_length)
-        runner.obs = env.reset()  # the env-only steps moved the worlds on
-        totals = {"sim": 0.0, "obs_reward_reset": 0.0, "inference": 0.0, "record": 0.0, "update": 0.0}
-        t_start = time.perf_counter()
-        for _ in range(args.epochs):
-            sim_time["s"] = 0.0
-            timings = runner.collect_rollout()
-            t0 = time.perf_counter()
-            runner.update_agent()
-            totals["update"] += time.perf_counter() - t0
-            totals["sim"] += sim_time["s"]
-            totals["obs_reward_reset"] += timings["time/sim_and_obs"] - sim_time["s"]
-            totals["inference"] += timings["time/inference"]
-            totals["record"] += timings["time/record"]
-        elapsed = time.perf_counter() - t_start
-    env.close()
-    samples = args.epochs * agent.config.horizon_length * env.num_envs
-    result = {
-        "task": args.task, "algo": cfg.train.algo, "envs": env.num_envs, "sim": cfg.sim.name,
-        "device": str(cfg.device), "epochs": args.epochs, "horizon_length": agent.config.horizon_length,
-        "profile": str(cfg.profile), "samples_per_s": samples / elapsed,
-        "env_only_samples_per_s": env_only, "ratio_to_env_only": samples / elapsed / env_only,
-        "seconds_per_epoch": elapsed / args.epochs,
-        "share": {k: v / elapsed for k, v in totals.items()},
-        "torch_threads": torch.get_num_threads(), "update_threads": runner.update_threads,
-        "mujoco_threads": int(cfg.num_threads),
+    return sim_time
+
+
+def timed_epoch(runner, sim_time: dict[str, float]) -> dict[str, float]:
+    """One epoch (rollout + update): seconds in total and per part."""
+    sim_time["s"] = 0.0
+    t0 = time.perf_counter()
+    timings = runner.collect_rollout()
+    t1 = time.perf_counter()
+    stats = runner.update_agent()
+    t2 = time.perf_counter()
+    return {"sim": sim_time["s"], "obs_reward_reset": timings["time/sim_and_obs"] - sim_time["s"],
+            "inference": timings["time/inference"], "record": timings["time/record"], "update": t2 - t1,
+            "total": t2 - t0, "update_threads": stats.get("perf/update_threads", 0.0)}
+
+
+def summarize(epochs: list[dict], samples_per_epoch: int, env_only: float) -> dict:
+    """Throughput of timed epochs, against env-only stepping, and the shares of their time."""
+    elapsed = sum(epoch["total"] for epoch in epochs)
+    samples_per_s = samples_per_epoch * len(epochs) / elapsed
+    share = {part: sum(epoch[part] for epoch in epochs) / elapsed for part in epochs[0]
+             if part not in ("total", "update_threads")}
+    return {
+        "samples_per_s": samples_per_s, "env_only_samples_per_s": env_only,
+        "ratio_to_env_only": samples_per_s / env_only, "seconds_per_epoch": elapsed / len(epochs),
+        "update_share": share["update"], "share": share,
+        "per_epoch_samples_per_s": [samples_per_epoch / epoch["total"] for epoch in epochs],
+        "per_epoch_update_threads": [int(epoch["update_threads"]) for epoch in epochs],
     }
-    print(json.dumps(result) if args.json else json.dumps(result, indent=2))
-    return 0
+
+
+def cpu_description() -> dict:
+    """The CPU's model name (/proc/cpuinfo; platform.processor() elsewhere) and core counts."""
+    model = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            model = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")), model)
+    except OSError:
+        pass
+    return {"model": model, "cores": os.cpu_count(), "usable_cores": available_cores()}
+
+
+def with_fresh_llc_if_hierarchical(overrides: list[str], folder: Path) -> list[str]:
+    """A hierarchical task without `llc_checkpoint=` gets a freshly initialised LLC (see
+    `fresh_llc_checkpoint`), written to `folder`."""
+    from ase_humanoid.config import compose_config
+
+    cfg = compose_config(overrides)
+    if cfg.train.algo != "hrl" or cfg.llc_checkpoint:
+        return overrides
+    return [*overrides, f"llc_checkpoint={fresh_llc_checkpoint(overrides, folder)}"]
 
 
 def env_only_samples_per_s(env, steps: int) -> float:
@@ -156,7 +297,8 @@ def compare_with_amp_env_only(args, overrides: list[str]) -> int:
         horizon = agent.config.horizon_length
         control_steps = horizon * llc_steps  # per env and epoch
         runner = Runner(env, agent, tmp, config={}, max_epochs=1, save_every=0, is_main=False,
-                        update_threads=args.update_threads or int(cfg.update_threads), quality_every=0)
+                        update_threads=args.update_threads or int(cfg.update_threads), quality_every=0,
+                        adapt_update_threads=args.update_threads is None and bool(cfg.adapt_update_threads))
         runner.learn()  # warm-up epoch
         env_only_samples_per_s(amp_env, llc_steps)  # warm-up steps
         rates: dict[str, list[float]] = {"train": [], "amp_env_only": [], "hrl_env_only": []}

@@ -82,6 +82,7 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
 LAYERS = (
     ("errors", "paths"),
     ("utils",),
+    ("terrain",),
     ("robots",),
     ("sim", "motion"),
     ("envs", "agents"),

@@ -60,7 +60,7 @@ def test_shipped_file_holds_weights_only_and_a_card(shipped):
     # shipping again under the same name needs --replace
     assert ship_model.main([str(path.parents[1] / "run" / "latest.pt"), "--name", "tiny_llc", "--metrics",
                             str(path.parents[1] / "metrics.json"), "--hours", "1", "--command", "x",
-                            "--out", str(shipped)]) == 1
+                            "--out", str(shipped)]) == 2  # a user error: exit 2, as every tool
 
 
 def test_shipped_model_evaluates_and_drives_a_task(shipped, tmp_path, capsys):

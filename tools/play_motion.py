@@ -4,7 +4,9 @@
     python tools/play_motion.py motions/dataset_amp_humanoid_all.yaml --video all.mp4
     MUJOCO_GL=egl python tools/play_motion.py clip.npy --video clip.gif --seconds 3
 
-Viewer keys: space pause, N / right arrow next clip, P / left previous, up/down speed, R restart.
+Viewer keys: space pause, N / right arrow next clip, P / left previous, up/down speed, R restart,
+Tab / Shift+Tab MuJoCo's side panels. The camera frames the character and follows it (the mouse
+zooms, turns and pans as usual, and that stays); the clip's name and time are in the corner.
 Videos need an offscreen GL backend: MUJOCO_GL=egl (packages libegl1 libgl1) or
 MUJOCO_GL=osmesa (libosmesa6); ./run sets MUJOCO_GL=egl.
 """
@@ -31,6 +33,7 @@ def main(argv=None) -> int:
     parser.add_argument("--width", type=int, default=640)
     parser.add_argument("--height", type=int, default=480)
     parser.add_argument("--seconds", type=float, default=None, help="at most this long per clip")
+    parser.add_argument("--panels", action="store_true", help="viewer: open with MuJoCo's side panels shown")
     args = parser.parse_args(argv)
     try:
         if args.video:  # before the (slow) clip loading
@@ -42,7 +45,7 @@ def main(argv=None) -> int:
                                          height=args.height, max_seconds_per_clip=args.seconds)
             print(f"wrote {path}")
         else:
-            playback.run_viewer(motion_lib)
+            playback.run_viewer(motion_lib, show_ui=args.panels)
     except AseHumanoidError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -91,7 +91,7 @@ def main(argv: list[str] | None = None) -> int:
         return ship(args)
     except (AseHumanoidError, OSError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
-        return 1
+        return 2  # as train.py and every other tool: 2 for a user error
 
 
 def ship(args: argparse.Namespace) -> int:

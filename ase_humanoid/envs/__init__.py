@@ -66,8 +66,9 @@ def register_gymnasium_envs() -> list[str]:
     for name in task_names():
         env_id = gym_id(name)
         if env_id not in gymnasium.registry:
-            gymnasium.register(id=env_id, vector_entry_point="ase_humanoid.gym_entry:make_vector_env",
-                               kwargs={"task": name})
+            # entry_point: gymnasium.make gets an error saying to use make_vec (the envs are batched)
+            gymnasium.register(id=env_id, entry_point="ase_humanoid.gym_entry:refuse_single_env",
+                               vector_entry_point="ase_humanoid.gym_entry:make_vector_env", kwargs={"task": name})
         ids.append(env_id)
     return ids
 

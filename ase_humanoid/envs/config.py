@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, TypeVar
 
 from ase_humanoid.errors import ConfigError
+from ase_humanoid.terrain.config import terrain_config
 from ase_humanoid.utils.typed_config import check_finite_floats, config_from_mapping
 
 STATE_INIT_CHOICES = ("Default", "Start", "Random", "Hybrid")
@@ -35,6 +36,9 @@ class HumanoidEnvConfig:
     # a clip (.npy) or a dataset YAML; needed for reference-state init and demo AMP observations
     motion_file: str | None = None
     sim: str = "mujoco"  # mujoco | mujoco_warp
+    # where the PD damping acts: joint (outside the effort clamp) | drive (inside it, as the
+    # release's PD drive); None: the robot config's (cfg/robot/<name>.yaml: joint)
+    pd_damping: str | None = None
     device: str = "cpu"
     num_threads: int | None = None  # CPU backend threads; None = os.cpu_count()
     # Default (standing), Start (clip start), Random (random clip time), Hybrid (Random / Default)
@@ -61,10 +65,24 @@ class HumanoidEnvConfig:
     # same distribution at a fraction of the per-step cost, see envs/reset_pool.py); 0 draws
     # each one when it is needed
     reset_pool_size: int = 1024
+    # The ground: None or {name: flat} is MuJoCo's plane; else the keys of
+    # ase_humanoid/terrain/config.py TerrainConfig (cfg/terrain/*.yaml, `terrain=rough|mixed|mesh`)
+    terrain: dict[str, Any] | None = None
+    # Height-scan observation (appended after the humanoid's, before the task's): root height
+    # above the ground at a grid of height_scan_size [along heading, across] points
+    # height_scan_spacing metres apart, centred on the root, in the heading frame
+    height_scan: bool = False
+    height_scan_size: list[int] = dataclasses.field(default_factory=lambda: [11, 11])
+    height_scan_spacing: float = 0.1
 
     def validate(self) -> None:
         """Raise ConfigError naming the first invalid field."""
         check_finite_floats(self, "env")
+        if self.terrain is not None:
+            terrain_config(self.terrain)  # names a bad terrain key now rather than at build time
+        _check(len(self.height_scan_size) == 2 and all(k >= 1 for k in self.height_scan_size),
+               "height_scan_size", f"must be two counts >= 1, got {self.height_scan_size}")
+        _check(self.height_scan_spacing > 0, "height_scan_spacing", f"must be > 0, got {self.height_scan_spacing}")
         _check(self.termination_height is None or self.termination_height >= 0.0, "termination_height",
                f"must be >= 0 m or null, got {self.termination_height}")
         _check(self.num_envs > 0, "num_envs", f"must be > 0, got {self.num_envs}")

@@ -31,6 +31,7 @@ the wrapped env's (`vec_env.env` is the env itself, which this project's `Runner
 
 from __future__ import annotations
 
+import numbers
 from typing import Any
 
 import gymnasium
@@ -41,7 +42,8 @@ from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
 from ase_humanoid.envs import observations as obs_fn
-from ase_humanoid.errors import ConfigError
+from ase_humanoid.errors import ConfigError, EnvStateError
+from ase_humanoid.utils.checks import check_seed
 
 # ---------------------------------------------------------------------------- episode statistics
 
@@ -74,8 +76,9 @@ class HumanoidVectorEnv(gymnasium.vector.VectorEnv):
     """
 
     def __init__(self, env, render_env_id: int = 0, render_size: tuple[int, int] = (640, 480)):
-        if not 0 <= render_env_id < env.num_envs:
-            raise ConfigError(f"render_env_id must be in [0, {env.num_envs - 1}], got {render_env_id}")
+        if (isinstance(render_env_id, bool) or not isinstance(render_env_id, numbers.Integral)
+                or not 0 <= render_env_id < env.num_envs):
+            raise ConfigError(f"render_env_id must be an integer from 0 to {env.num_envs - 1}, got {render_env_id!r}")
         self.env = env
         self.num_envs = env.num_envs
         self.single_observation_space = env.observation_space
@@ -86,6 +89,7 @@ class HumanoidVectorEnv(gymnasium.vector.VectorEnv):
         self.render_env_id = int(render_env_id)
         self.render_size = tuple(render_size)
         self._renderer = None
+        self._needs_reset = True  # gymnasium's contract: reset() before the first step()
         self.metadata = {"autoreset_mode": AutoresetMode.SAME_STEP, "render_modes": ["rgb_array"],
                          "render_fps": env.control_freq, "device": str(env.device), "array_type": "torch"}
 
@@ -98,16 +102,22 @@ class HumanoidVectorEnv(gymnasium.vector.VectorEnv):
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         """Reset every env. `seed` restarts the env's random generator (reproducible episodes);
         no `options` are understood. Returns obs `[N, obs_dim]` and info {"amp_obs" `[N, P]`}."""
+        self._check_open("reset")
         if options:
             raise ConfigError(f"reset options {sorted(options)} are not supported; reset() takes none")
         if seed is not None:
+            seed = check_seed(seed, "reset(seed=...)")  # the range train.py's seed has
             self.env.reseed(seed)
             self._np_random, self._np_random_seed = seeding.np_random(seed)
         obs = self.env.reset()
+        self._needs_reset = False
         return obs, {"amp_obs": self._flat_amp_history()}
 
     def step(self, actions):
         """One step of every env (a high-level step for hierarchical envs); see module docstring."""
+        self._check_open("step")
+        if self._needs_reset:
+            raise EnvStateError(f"{self!r}: step() before reset(); call reset() first (gymnasium's API)")
         obs, reward, terminated, truncated, info = self.env.step(actions)
         info = dict(info)
         info["_final_obs"] = terminated | truncated
@@ -116,6 +126,7 @@ class HumanoidVectorEnv(gymnasium.vector.VectorEnv):
 
     def render(self) -> np.ndarray:
         """An rgb frame `[height, width, 3]` uint8 of world `render_env_id` (with task markers)."""
+        self._check_open("render")
         if self._renderer is None:
             from ase_humanoid.utils.render import OffscreenRenderer
 
@@ -123,6 +134,10 @@ class HumanoidVectorEnv(gymnasium.vector.VectorEnv):
             self._renderer = OffscreenRenderer(self.env.mj_model, width=width, height=height)
         i = self.render_env_id
         return self._renderer.render(self.env.render_state(i), markers=self.env.markers(i))
+
+    def _check_open(self, method: str) -> None:
+        if self.closed:  # the env's simulator is released: its own error would be an AttributeError
+            raise EnvStateError(f"{method}() on a closed {self!r}; make a new env with gymnasium.make_vec")
 
     def close_extras(self, **kwargs) -> None:
         if self._renderer is not None:

@@ -16,6 +16,12 @@ kinematics, policy observations and AMP histories) and written with one `set_rob
 The resets of the `state_init` mixture are drawn `reset_pool_size` at a time ahead of use
 (`reset_pool.py`): the same distribution, a fraction of the cost per step.
 
+Terrain (`terrain` config key, `envs/terrain_placement.py`): every world holds the same
+heightfield; env i spawns on its tile (`env_origins`), resets are moved there and lifted clear of
+the ground, the root height in the observations and the fall heights are measured from the
+ground under the body, and `height_scan` appends the ground around the root. On flat ground
+(`terrain` None or flat) none of this runs.
+
 Extension points for task subclasses (see `ase_humanoid/envs/tasks/`):
   `prop_specs()`          extra free bodies (strike target, projectiles) -> `PropSpec` list
   `task_obs_size`         length of the task observation appended to the humanoid's
@@ -29,6 +35,8 @@ Extension points for task subclasses (see `ase_humanoid/envs/tasks/`):
 
 from __future__ import annotations
 
+import dataclasses
+
 import gymnasium
 import numpy as np
 import torch
@@ -36,6 +44,7 @@ import torch
 from ase_humanoid.envs import observations as obs_fn
 from ase_humanoid.envs import terminations as term_fn
 from ase_humanoid.envs import amp_history as amp_ring
+from ase_humanoid.envs import terrain_placement as terrain_fn
 from ase_humanoid.envs.config import HumanoidEnvConfig, make_config
 from ase_humanoid.envs.reset_plan import (
     KINEMATICS_FIELDS,
@@ -52,6 +61,8 @@ from ase_humanoid.robots.description import load_robot, load_robot_config, robot
 from ase_humanoid.robots.kinematics import ArticulationState, articulation_state, body_state_from_qpos
 from ase_humanoid.sim.base import PHYSICS_DT, PropSpec
 from ase_humanoid.sim.factory import make_backend
+from ase_humanoid.terrain import FlatGround, HeightMap, build_terrain, height_scan, height_scan_offsets, terrain_config
+from ase_humanoid.utils.rotations import calc_heading
 from ase_humanoid.utils.render import Marker  # render-only shapes (kind, pos, size, rgba, mat)
 
 class Humanoid:
@@ -77,7 +88,8 @@ class Humanoid:
         else:
             self.generator.manual_seed(cfg.seed)
 
-        robot = load_robot(cfg.robot, key_bodies=cfg.key_bodies, contact_bodies=cfg.contact_bodies)
+        robot = load_robot(cfg.robot, key_bodies=cfg.key_bodies, contact_bodies=cfg.contact_bodies,
+                           pd_damping=cfg.pd_damping)
         self.robot = robot.to(device=self.device)
         self.motion_lib = None
         if cfg.motion_file is not None:
@@ -85,9 +97,13 @@ class Humanoid:
 
             self.motion_lib = MotionLib(cfg.motion_file, robot, device=self.device)
 
+        # None: MuJoCo's plane, and nothing below changes what flat-ground runs compute.
+        self.terrain_config = terrain_config(cfg.terrain)
+        self.terrain = build_terrain(self.terrain_config)
+        self.ground = FlatGround(self.device) if self.terrain is None else HeightMap(self.terrain, self.device)
         self.setup_task()
         self.sim = make_backend(cfg.sim, self.robot, self.num_envs, props=self.prop_specs(),
-                                device=self.device, num_threads=cfg.num_threads)
+                                device=self.device, num_threads=cfg.num_threads, terrain=self.terrain)
         self._init_buffers()
         self._needs_reset = True
         # Optional callable run after every control step (video recording, viewers); hierarchical
@@ -106,7 +122,12 @@ class Humanoid:
 
         self.num_amp_obs_steps = self.cfg.num_amp_obs_steps
         self.num_amp_obs_per_step = obs_fn.amp_obs_size(robot, len(robot.key_body_ids))
-        self.num_obs = obs_fn.policy_obs_size(robot.num_bodies) + self.task_obs_size
+        self.scan_offsets = None  # [P, 2] height-scan points in the heading frame
+        if self.cfg.height_scan:
+            self.scan_offsets = height_scan_offsets(tuple(self.cfg.height_scan_size), self.cfg.height_scan_spacing, dev)
+        self.num_scan_obs = 0 if self.scan_offsets is None else self.scan_offsets.shape[0]
+        self.num_obs = obs_fn.policy_obs_size(robot.num_bodies) + self.num_scan_obs + self.task_obs_size
+        self._init_terrain_tiles()
         self.num_actions = robot.num_dofs
 
         self.episode_steps = torch.zeros(n, dtype=torch.long, device=dev)
@@ -137,6 +158,32 @@ class Humanoid:
         self.reset_draws = None
         if self.cfg.reset_pool_size > 0:
             self.reset_draws = DrawAhead(self._draw_resets, self.cfg.reset_pool_size, self.device)
+
+    def _init_terrain_tiles(self) -> None:
+        """Each env's tile: `terrain_levels [N]` (row) and `terrain_columns [N]`, and its spawn
+        point `env_origins [N, 3]`; None on flat ground. Without a curriculum the envs spread over
+        every tile; with it they start on levels 0 .. max_init_level."""
+        self.env_origins = self.terrain_levels = self.terrain_columns = None
+        if self.terrain is None:
+            return
+        tcfg = self.terrain_config
+        self.terrain_tile_origins = torch.as_tensor(self.terrain.tile_origins, dtype=torch.float32, device=self.device)
+        ids = torch.arange(self.num_envs, device=self.device)
+        rows, cols = self.terrain.num_rows, self.terrain.num_cols
+        self.terrain_columns = ids % cols
+        if tcfg.curriculum:
+            self.terrain_levels = torch.randint(0, tcfg.max_init_level + 1, (self.num_envs,), device=self.device,
+                                                generator=self.generator)
+        else:
+            self.terrain_levels = (ids // cols) % rows
+        self.env_origins = self.terrain_tile_origins[self.terrain_levels, self.terrain_columns]
+        # Episodes ended and falls per tile kind since the last terrain_metrics() call.
+        self.terrain_kind_names = sorted(set(self.terrain.tile_kinds.reshape(-1).tolist()))
+        kind_of = {name: k for k, name in enumerate(self.terrain_kind_names)}
+        self.terrain_tile_kinds = torch.tensor([[kind_of[name] for name in row] for row in self.terrain.tile_kinds.tolist()],
+                                               dtype=torch.long, device=self.device)  # [rows, cols]
+        self.terrain_episodes = torch.zeros(len(self.terrain_kind_names), device=self.device)
+        self.terrain_falls = torch.zeros(len(self.terrain_kind_names), device=self.device)
 
     def _termination_heights(self) -> torch.Tensor:
         """Per-body heights `[B]`; `termination_height` overrides the robot's default height."""
@@ -186,6 +233,37 @@ class Humanoid:
         return []
 
     # ---- public API ---------------------------------------------------------------------------
+
+    def update_terrain_levels(self, done_ids: torch.Tensor, fell: torch.Tensor) -> None:
+        """legged_gym's curriculum for the envs `done_ids [k]` that finished: a level up after an
+        episode without a fall (`fell [N]` bool) that left the spawn platform, a level down after a
+        fall; past the last level an env goes to a random level. Their spawn points follow."""
+        levels = terrain_fn.next_terrain_levels(
+            self.terrain_levels[done_ids], fell[done_ids], self.sim.state.root_pos[done_ids],
+            self.env_origins[done_ids], self.terrain_config.platform_size / 2, self.terrain.num_rows, self.generator)
+        self.terrain_levels = self.terrain_levels.index_copy(0, done_ids, levels)
+        self.env_origins = self.terrain_tile_origins[self.terrain_levels, self.terrain_columns]
+
+    def count_terrain_episodes(self, done_ids: torch.Tensor, fell: torch.Tensor) -> None:
+        """Add the episodes of `done_ids [k]` that ended (and those that fell, `fell [N]`) to the
+        counts of their tiles' kinds."""
+        kinds = self.terrain_tile_kinds[self.terrain_levels[done_ids], self.terrain_columns[done_ids]]  # [k]
+        self.terrain_episodes.index_add_(0, kinds, torch.ones_like(kinds, dtype=torch.float32))
+        self.terrain_falls.index_add_(0, kinds, fell[done_ids].float())
+
+    def terrain_metrics(self) -> dict[str, float]:
+        """`terrain/level` (mean level of the envs) and `terrain/fall_rate/<kind>` (share of the
+        episodes ended on each tile kind since the last call that ended in a fall; counts then
+        cleared); {} on flat ground."""
+        if self.terrain is None:
+            return {}
+        out = {"terrain/level": float(self.terrain_levels.float().mean())}
+        for k, name in enumerate(self.terrain_kind_names):
+            if float(self.terrain_episodes[k]) > 0:
+                out[f"terrain/fall_rate/{name}"] = float(self.terrain_falls[k] / self.terrain_episodes[k])
+        self.terrain_episodes.zero_()
+        self.terrain_falls.zero_()
+        return out
 
     @property
     def mj_model(self):
@@ -281,21 +359,29 @@ class Humanoid:
         }
         if num_nonfinite:
             humanoid_obs = torch.nan_to_num(humanoid_obs, nan=0.0, posinf=0.0, neginf=0.0)
-        final_obs = self._with_task_obs(humanoid_obs, task_obs)
+        scan = self.height_scan_obs() if self.scan_offsets is not None else None
+        final_obs = self._with_task_obs(humanoid_obs, task_obs, scan=scan)
         info["final_obs"] = final_obs
         obs = final_obs
         done_ids = (terminated | truncated).nonzero(as_tuple=False).flatten()
         if done_ids.numel():
             info["episode"] = {"return": self.episode_return[done_ids].clone(),
                                "length": self.episode_steps[done_ids].clone()}
+            if self.terrain is not None:
+                self.count_terrain_episodes(done_ids, terminated)
+                if self.terrain_config.curriculum:
+                    self.update_terrain_levels(done_ids, terminated)
+                    info["terrain_level"] = self.terrain_levels.float().mean()
             plan = self.reset_envs(done_ids)
             # The first observation of the new episodes: the plan's (envs left out of it, i.e.
             # recovery episodes, keep their state and so their observation) and new task goals.
             if len(plan.env_ids):
                 humanoid_obs = humanoid_obs.index_copy(0, plan.env_ids, self._plan_policy_obs(plan))
+                if scan is not None:
+                    scan = scan.index_copy(0, plan.env_ids, self.height_scan_obs(plan.env_ids))
             if self.task_obs_size:
                 task_obs = task_obs.index_copy(0, done_ids, self.compute_task_obs(done_ids))
-            obs = self._with_task_obs(humanoid_obs, task_obs)
+            obs = self._with_task_obs(humanoid_obs, task_obs, scan=scan)
         else:
             empty = torch.zeros(0, device=self.device)
             info["episode"] = {"return": empty, "length": empty.long()}
@@ -354,17 +440,24 @@ class Humanoid:
         if env_ids is not None:
             body = tuple(x[env_ids] for x in body)
         obs = obs_fn.policy_observation(*body, root_rotation=self.cfg.policy_root_rotation)
-        if self.task_obs_size:
-            obs = torch.cat([obs, self.compute_task_obs(env_ids)], dim=-1)
-        return obs
+        if self.terrain is not None:
+            obs = terrain_fn.with_root_height_above_ground(obs, body[0][:, 0], self.ground)
+        task_obs = self.compute_task_obs(env_ids) if self.task_obs_size else None
+        return self._with_task_obs(obs, task_obs, env_ids)
 
     def _humanoid_and_amp_obs(self, state) -> tuple[torch.Tensor, torch.Tensor]:
         """Humanoid part of the policy observation `[N, 15 B - 2]` and the AMP observation step
-        `[N, per_step]` of every env in SimState `state`."""
-        return obs_fn.humanoid_observations(state.body_pos, state.body_rot, state.body_lin_vel,
-                                            state.body_ang_vel, state.joint_rot, state.joint_vel,
-                                            self.key_body_ids, self.cfg.local_root_obs,
-                                            self.cfg.policy_root_rotation)
+        `[N, per_step]` of every env in SimState `state`; on terrain the root height in both is
+        measured from the ground under the root."""
+        humanoid_obs, amp_now = obs_fn.humanoid_observations(state.body_pos, state.body_rot, state.body_lin_vel,
+                                                             state.body_ang_vel, state.joint_rot, state.joint_vel,
+                                                             self.key_body_ids, self.cfg.local_root_obs,
+                                                             self.cfg.policy_root_rotation)
+        if self.terrain is not None:
+            ground = self.ground.height_at(state.root_pos[:, :2]).unsqueeze(-1)  # [N, 1]
+            humanoid_obs = torch.cat([humanoid_obs[:, :1] - ground, humanoid_obs[:, 1:]], dim=-1)
+            amp_now = torch.cat([amp_now[:, :1] - ground, amp_now[:, 1:]], dim=-1)
+        return humanoid_obs, amp_now
 
     def policy_obs_of(self, kinematics: ArticulationState) -> torch.Tensor:
         """Humanoid part of the policy observation `[n, 15 B - 2]` of states with `kinematics`."""
@@ -375,11 +468,29 @@ class Humanoid:
         if plan.policy_obs is not None:
             return plan.policy_obs
         s = self.sim.state
-        return obs_fn.policy_observation(*(x.index_select(0, plan.env_ids) for x in (
-            s.body_pos, s.body_rot, s.body_lin_vel, s.body_ang_vel)), root_rotation=self.cfg.policy_root_rotation)
+        body = tuple(x.index_select(0, plan.env_ids) for x in (s.body_pos, s.body_rot, s.body_lin_vel, s.body_ang_vel))
+        obs = obs_fn.policy_observation(*body, root_rotation=self.cfg.policy_root_rotation)
+        if self.terrain is not None:
+            obs = terrain_fn.with_root_height_above_ground(obs, body[0][:, 0], self.ground)
+        return obs
 
-    def _with_task_obs(self, humanoid_obs: torch.Tensor, task_obs: torch.Tensor | None) -> torch.Tensor:
-        return humanoid_obs if task_obs is None else torch.cat([humanoid_obs, task_obs], dim=-1)
+    def _with_task_obs(self, humanoid_obs: torch.Tensor, task_obs: torch.Tensor | None,
+                       env_ids: torch.Tensor | None = None, scan: torch.Tensor | None = None) -> torch.Tensor:
+        """The policy observation `[n, num_obs]`: humanoid part, height scan (when on; `scan`
+        when already computed, else measured now for `env_ids`), task part."""
+        parts = [humanoid_obs]
+        if self.scan_offsets is not None:
+            parts.append(scan if scan is not None else self.height_scan_obs(env_ids))
+        if task_obs is not None:
+            parts.append(task_obs)
+        return parts[0] if len(parts) == 1 else torch.cat(parts, dim=-1)
+
+    def height_scan_obs(self, env_ids: torch.Tensor | None = None) -> torch.Tensor:
+        """Root height above the ground at the scan points `[n, P]` of `env_ids` (all if None),
+        from the current simulator state, laid out in the root's heading frame."""
+        s = self.sim.state
+        root_pos, root_rot = (s.root_pos, s.root_rot) if env_ids is None else (s.root_pos[env_ids], s.root_rot[env_ids])
+        return height_scan(self.ground, root_pos, calc_heading(root_rot), self.scan_offsets)
 
     def amp_obs_from_sim(self, env_ids: torch.Tensor | None = None) -> torch.Tensor:
         """Current AMP observation step `[n, per_step]` from the simulator state."""
@@ -389,7 +500,10 @@ class Humanoid:
         if env_ids is not None:
             fields = tuple(x[env_ids] for x in fields)
             key_pos = key_pos[env_ids]
-        return obs_fn.amp_observation(*fields, key_pos, self.cfg.local_root_obs)
+        amp = obs_fn.amp_observation(*fields, key_pos, self.cfg.local_root_obs)
+        if self.terrain is not None:
+            amp = terrain_fn.with_root_height_above_ground(amp, fields[0], self.ground)
+        return amp
 
     def amp_obs_from_motion(self, motion_ids: torch.Tensor, times: torch.Tensor) -> torch.Tensor:
         """AMP observation steps `[n, per_step]` of the MotionLib's clips at `times [n]`.
@@ -447,8 +561,9 @@ class Humanoid:
         """Terminations `[N]` bool: a fall (when early termination is on) or the task's own."""
         if self.cfg.enable_early_termination:
             s = self.sim.state
+            heights = None if self.terrain is None else terrain_fn.body_heights_above_ground(s.body_pos, self.ground)
             terminated = term_fn.fall_termination(s.contact_forces, s.body_pos, self.termination_heights,
-                                                  self.non_contact_mask, self.episode_steps)
+                                                  self.non_contact_mask, self.episode_steps, body_heights=heights)
         else:
             terminated = torch.zeros(self.num_envs, dtype=torch.bool, device=self.device)
         task = self.compute_task_termination()
@@ -462,12 +577,31 @@ class Humanoid:
 
     def reset_envs(self, env_ids: torch.Tensor) -> ResetPlan:
         """Reset the humanoids, counters, task and AMP history of `env_ids [n]`; returns the plan."""
-        plan = self.plan_reset(env_ids)
+        plan = self.place_on_terrain(self.plan_reset(env_ids))
         if len(plan.env_ids):
             # one state write for the whole batch: the backend refreshes its state once
             self.sim.set_robot_state(plan.env_ids, *plan.states.as_tuple(), kinematics=plan.kinematics)
         self._start_episodes(env_ids, plan)
         return plan
+
+    def place_on_terrain(self, plan: ResetPlan) -> ResetPlan:
+        """`plan` (states for flat ground) moved onto each env's spawn point and lifted clear of the
+        ground under its bodies (`terrain_placement.py`); the plan itself on flat ground."""
+        if self.terrain is None or len(plan.env_ids) == 0:
+            return plan
+        states = plan.states
+        kinematics = plan.kinematics if plan.kinematics is not None else self.kinematics_of(states)
+        offsets = terrain_fn.terrain_offsets(states.root_pos, kinematics.body_pos, self.env_origins[plan.env_ids],
+                                             self.ground)  # [n, 3]
+        correction = terrain_fn.root_height_correction(states.root_pos, offsets, self.ground)  # [n]
+        moved_states = RobotStates(states.root_pos + offsets, *states.as_tuple()[1:])
+        moved_kinematics = dataclasses.replace(kinematics, body_pos=kinematics.body_pos + offsets.unsqueeze(1))
+        policy_obs = plan.policy_obs
+        if policy_obs is not None:
+            policy_obs = torch.cat([policy_obs[:, :1] + correction.unsqueeze(-1), policy_obs[:, 1:]], dim=-1)
+        amp_history = torch.cat([plan.amp_history[..., :1] + correction[:, None, None], plan.amp_history[..., 1:]],
+                                dim=-1)
+        return ResetPlan(plan.env_ids, moved_states, amp_history, moved_kinematics, policy_obs)
 
     def restart_episodes(self, env_ids: torch.Tensor) -> torch.Tensor:
         """Reset `env_ids [n]` again, discarding the steps their current (just begun) episodes
@@ -565,7 +699,7 @@ class Humanoid:
                         times: torch.Tensor | None = None) -> None:
         """Reset `env_ids` to reference states (sampled, or the given clips and times) now,
         AMP history included; e.g. to inspect or test a clip."""
-        plan = self.reference_plan(env_ids, motion_ids=motion_ids, times=times)
+        plan = self.place_on_terrain(self.reference_plan(env_ids, motion_ids=motion_ids, times=times))
         self.sim.set_robot_state(plan.env_ids, *plan.states.as_tuple(), kinematics=plan.kinematics)
         self._start_episodes(env_ids, plan)
 

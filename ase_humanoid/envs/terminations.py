@@ -16,6 +16,7 @@ def fall_termination(
     non_contact_mask: torch.Tensor,
     episode_steps: torch.Tensor,
     force_threshold: float = CONTACT_FORCE_THRESHOLD,
+    body_heights: torch.Tensor | None = None,
 ) -> torch.Tensor:
     """Early termination `[N]` bool: the humanoid has fallen.
 
@@ -25,10 +26,12 @@ def fall_termination(
     episode (`episode_steps [N]`, the number of control steps taken), because a reset pose may
     start in contact.
 
-    contact_forces `[N, B, 3]` (world, net per body), body_pos `[N, B, 3]`.
+    contact_forces `[N, B, 3]` (world, net per body), body_pos `[N, B, 3]`. `body_heights [N, B]`:
+    the bodies' heights above the ground under them (terrain); None: their z (the plane z = 0).
     """
     touching = (contact_forces.abs() > force_threshold).any(dim=-1) & non_contact_mask  # [N, B]
-    too_low = (body_pos[..., 2] < termination_heights) & non_contact_mask  # [N, B]
+    heights = body_pos[..., 2] if body_heights is None else body_heights
+    too_low = (heights < termination_heights) & non_contact_mask  # [N, B]
     fallen = touching.any(dim=-1) & too_low.any(dim=-1)
     return fallen & (episode_steps > 1)
 

@@ -35,6 +35,15 @@ class HumanoidViewMotion(Humanoid):
         """Clip time `[N]` (seconds) each env shows now, looping over its clip."""
         return self._clip_time(self.episode_steps)
 
+    describe_label = "clip"  # the viewer's label for `describe`
+
+    def describe(self, env_id: int) -> str:
+        """Clip name and time of env `env_id` (viewer and video corner text)."""
+        motion_id = int(self.env_motion_ids[env_id])
+        length = float(self.motion_lib.get_motion_length(self.env_motion_ids[env_id:env_id + 1])[0])
+        return (f"{self.motion_lib.motion_names[motion_id]}  "
+                f"t={float(self.motion_times()[env_id]):5.2f} / {length:.2f} s")
+
     def _clip_time(self, steps: torch.Tensor) -> torch.Tensor:
         length = self.motion_lib.get_motion_length(self.env_motion_ids).clamp_min(self.control_dt)
         return torch.remainder(steps.to(length.dtype) * self.control_dt, length)

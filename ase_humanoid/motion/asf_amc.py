@@ -217,6 +217,9 @@ class _AsfParser:
         if key in ("begin", "end"):
             return
         parent, children = tokens[0], tokens[1:]
+        if ROOT in children:  # the skeleton's top has no parent (finish() would look it up as a bone)
+            raise self.error(number, f":hierarchy lists {ROOT!r} as a child of {parent!r}; {ROOT!r} is the top of the "
+                                     "skeleton and cannot have a parent")
         self.children.setdefault(parent, []).extend(children)
 
     def finish(self) -> AsfSkeleton:

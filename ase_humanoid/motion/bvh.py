@@ -22,7 +22,7 @@ import torch
 
 from ase_humanoid.errors import MotionFileError
 from ase_humanoid.motion.files import read_motion_bytes
-from ase_humanoid.motion.clip import MotionClip
+from ase_humanoid.motion.clip import PLAUSIBLE_FPS_RANGE, MotionClip
 from ase_humanoid.motion.skeleton import Skeleton
 from ase_humanoid.utils import rotations as rot
 
@@ -30,6 +30,10 @@ CMU_UNITS_TO_M = 0.056444  # CMU mocap length unit: 1/0.45 inch
 _AXES = {"x": 0, "y": 1, "z": 2}
 # Tolerance (file units) under which non-root position channels count as constant.
 _CONSTANT_POSITION_TOL = 1e-3
+# Largest channel value read as data (positions in file units, angles in degrees: a km in cm, or
+# thousands of turns): beyond it a value is corruption, and 1e308 would overflow to NaN later,
+# in velocities computed far from the file's name.
+MAX_CHANNEL_VALUE = 1e6
 
 
 @dataclass
@@ -107,6 +111,9 @@ class _Tokens:
             raise MotionFileError(f"{self.path}: hierarchy: {what} is {token!r}, not a number") from None
         if not np.isfinite(value):
             raise MotionFileError(f"{self.path}: hierarchy: {what} is {token}")
+        if abs(value) > MAX_CHANNEL_VALUE:  # as for the frame values: corruption, not a skeleton
+            raise MotionFileError(f"{self.path}: hierarchy: {what} is {value:g}; values must be within "
+                                  f"+-{MAX_CHANNEL_VALUE:g} (file units)")
         return value
 
 
@@ -216,6 +223,10 @@ def _parse_motion(path: Path, lines: list[str], motion_line: int, num_channels: 
         raise MotionFileError(f"{path}: declares {num_frames} frames")
     if not np.isfinite(frame_time) or frame_time <= 0:
         raise MotionFileError(f"{path}: Frame Time is {frame_time}, expected a positive number of seconds")
+    low, high = PLAUSIBLE_FPS_RANGE
+    if not low <= 1.0 / frame_time <= high:  # 1e-300 s would be 1e300 fps: velocities overflow
+        raise MotionFileError(f"{path}: Frame Time is {frame_time:g} s ({1.0 / frame_time:g} fps); expected a frame "
+                              f"rate from {low:g} to {high:g} fps (Frame Time {1 / high:g} to {1 / low:g} s)")
     data = body[2:]
     if len(data) < num_frames:
         raise MotionFileError(f"{path}: truncated: declares {num_frames} frames, holds {len(data)}")
@@ -236,6 +247,12 @@ def _parse_motion(path: Path, lines: list[str], motion_line: int, num_channels: 
     if bad.any():
         frame, channel = np.argwhere(bad)[0]
         raise MotionFileError(f"{path}: frame {frame + 1} (line {data[frame][0]}) channel {channel + 1} is {frames[frame, channel]}")
+    huge = np.abs(frames) > MAX_CHANNEL_VALUE
+    if huge.any():
+        frame, channel = np.argwhere(huge)[0]
+        raise MotionFileError(f"{path}: frame {frame + 1} (line {data[frame][0]}) channel {channel + 1} is "
+                              f"{frames[frame, channel]:g}; values must be within +-{MAX_CHANNEL_VALUE:g} (positions "
+                              "in file units, angles in degrees): a corrupt file?")
     fps = 1.0 / frame_time
     if abs(fps - round(fps)) < 1e-4 * fps:
         fps = float(round(fps))

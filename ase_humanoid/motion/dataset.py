@@ -21,6 +21,7 @@ from pathlib import Path
 import yaml
 
 from ase_humanoid.errors import MotionFileError
+from ase_humanoid.utils.checks import input_file_problem
 
 DATASET_SUFFIXES = (".yaml", ".yml")
 # Weights are relative; above this their sum could overflow to inf (and the probabilities to NaN).
@@ -54,8 +55,10 @@ def read_motion_entries(motion_file) -> list[MotionEntry]:
     weights that are all zero.
     """
     path = Path(motion_file)
-    if not path.is_file():
-        raise MotionFileError(f"motion file not found: {path}")
+    problem = input_file_problem(path)
+    if problem is not None:  # a folder or a FIFO is not "not found": say what it is
+        raise MotionFileError(f"motion file not found: {path}" if problem == "does not exist"
+                              else f"motion file '{path}' {problem}")
     if not is_dataset_file(path):
         return [MotionEntry(path=path, weight=1.0)]
     entries = _parse_dataset(path)
@@ -105,8 +108,10 @@ def _parse_entry(path: Path, index: int, item) -> MotionEntry:
     clip_path = Path(item["file"])
     if not clip_path.is_absolute():
         clip_path = path.parent / clip_path
-    if not clip_path.is_file():
-        raise MotionFileError(f"{path}: {key}.file: clip not found: {clip_path}")
+    problem = input_file_problem(clip_path)
+    if problem is not None:
+        raise MotionFileError(f"{path}: {key}.file: clip not found: {clip_path}" if problem == "does not exist"
+                              else f"{path}: {key}.file: clip '{clip_path}' {problem}")
     weight = _parse_weight(item.get("weight", 1.0))
     if weight is None:
         raise MotionFileError(f"{path}: {key}.weight must be a number, got {_short.repr(item['weight'])}")

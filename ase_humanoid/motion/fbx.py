@@ -27,6 +27,7 @@ import torch
 
 from ase_humanoid.errors import MotionFileError
 from ase_humanoid.motion.clip import MotionClip
+from ase_humanoid.motion.files import check_motion_path
 from ase_humanoid.motion.skeleton import Skeleton
 from ase_humanoid.utils import rotations as rot
 
@@ -48,8 +49,7 @@ def load_fbx(
         import ufbx
     except ImportError:  # pragma: no cover - ufbx is a dependency
         raise MotionFileError(f"{path}: reading FBX needs the 'ufbx' package (pip install ufbx)") from None
-    if not path.is_file():
-        raise MotionFileError(f"{path}: no such motion file")
+    check_motion_path(path)  # not a folder, FIFO or device: ufbx would block or read forever
     if path.stat().st_size == 0:
         raise MotionFileError(f"{path}: file is empty")
     try:

@@ -131,19 +131,32 @@ def render_video(motion_lib: MotionLib, out: str | Path, fps: float = 30.0, widt
     return write_video(out, frames, fps)
 
 
-def run_viewer(motion_lib: MotionLib) -> None:
-    """Interactive playback in the MuJoCo viewer (needs a display)."""
+def viewer_texts(motion_lib: MotionLib, control: PlaybackController) -> list[tuple[str, str]]:
+    """The viewer's corner text: clip name, time and speed."""
+    name = motion_lib.motion_names[control.motion_id]
+    speed = f"{control.speed:g}x" + ("  (paused)" if control.paused else "")
+    return [("clip", f"{name}  ({control.motion_id + 1}/{control.num_motions})"),
+            ("time", f"{control.time:5.2f} / {control.lengths[control.motion_id]:.2f} s"),
+            ("speed", speed)]
+
+
+def run_viewer(motion_lib: MotionLib, show_ui: bool = False, on_frame=None) -> None:
+    """Interactive playback in the MuJoCo viewer (needs a display). The camera frames the
+    character and follows its root (zoom, turns and pans of the user's stay); the clip's name
+    and time are shown in the corner. `on_frame(viewer, control)` runs after each shown frame and
+    may return False to close the viewer (tests, scripted screenshots)."""
     import time
 
     import mujoco
 
-    from ase_humanoid.utils.render import launch_viewer
+    from ase_humanoid.utils.render import FollowViewer
 
     model = scene_model(motion_lib)
     data = mujoco.MjData(model)
     control = PlaybackController(motion_lib.num_motions, [float(x) for x in motion_lib.motion_lengths])
-    print("keys: space pause | N/right next clip | P/left previous | up/down speed | R restart")
-    with launch_viewer(model, data, key_callback=control.on_key) as viewer:
+    print("keys: space pause | N/right next clip | P/left previous | up/down speed | R restart"
+          " | Tab / Shift+Tab panels")
+    with FollowViewer(model, data, key_callback=control.on_key, show_ui=show_ui) as viewer:
         last = time.time()
         while viewer.is_running():
             now = time.time()
@@ -151,5 +164,10 @@ def run_viewer(motion_lib: MotionLib) -> None:
             last = now
             data.qpos[:] = motion_qpos(motion_lib, control.motion_id, control.time)
             mujoco.mj_forward(model, data)
-            viewer.sync()
+            viewer.sync(viewer_texts(motion_lib, control))
+            if on_frame is not None:
+                hook_start = time.time()
+                if on_frame(viewer, control) is False:
+                    break
+                last += time.time() - hook_start  # the hook's time is not playback time
             time.sleep(1.0 / 60.0)

@@ -9,6 +9,7 @@ import torch
 
 from ase_humanoid.errors import ConfigError
 from ase_humanoid.paths import CFG_DIR, PROJECT_ROOT
+from ase_humanoid.utils.checks import input_file_problem
 
 
 PRESET_DIR = CFG_DIR / "retarget" / "presets"
@@ -42,8 +43,9 @@ def preset_names() -> list[str]:
 def _read_yaml(path: Path, what: str) -> dict:
     import yaml
 
-    if not path.is_file():
-        raise ConfigError(f"{what} not found: {path}")
+    problem = input_file_problem(path)
+    if problem is not None:  # a folder or a FIFO is not "not found": say what it is
+        raise ConfigError(f"{what} not found: {path}" if problem == "does not exist" else f"{what} '{path}' {problem}")
     try:
         data = yaml.safe_load(path.read_text()) or {}
     except yaml.YAMLError as exc:

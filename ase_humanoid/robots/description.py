@@ -11,7 +11,10 @@ in hinge order.
 
 PD control (see the humanoid MJCFs): torque = clip(kp (target - q), -effort, effort) - kd qdot.
 kp and the effort limit come from the hinge's position actuator; kd is the hinge's joint damping
-plus the actuator's own velocity gain (kv, zero in the shipped models).
+plus the actuator's own velocity gain (kv, zero in the shipped models). `pd_damping="drive"`
+(the robot config's key, `robot.pd_damping`) moves kd into the actuator when the simulator's
+scene is built (ase_humanoid.robots.scene), so that the clamp covers both terms as in the ASE
+release's PD drive: torque = clip(kp (target - q) - kd qdot, -effort, effort).
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ import numpy as np
 import torch
 import yaml
 
-from ase_humanoid.errors import ModelError
+from ase_humanoid.errors import ConfigError, ModelError
 from ase_humanoid.paths import CFG_DIR, PROJECT_ROOT
 
 ROBOT_CFG_DIR = CFG_DIR / "robot"
@@ -66,6 +69,9 @@ class RobotDescription:
     termination_heights: torch.Tensor  # [B] metres; a non-contact body below this ends an episode
     reach_body_name: str | None = None
     reach_body_id: int | None = None
+    # where the simulator applies kd: "joint" (joint damping, outside the effort clamp) or
+    # "drive" (actuator velocity gain, inside the clamp like the release's PD drive)
+    pd_damping: str = "joint"
     # Index tensors derived from dof_offsets, for batched kinematics (see __post_init__).
     spherical_body_ids: torch.Tensor = field(init=False)  # [S] bodies with 3 hinges
     spherical_dof_ids: torch.Tensor = field(init=False)  # [S, 3] their x, y, z hinges
@@ -138,12 +144,16 @@ def load_robot_config(name: str) -> dict:
     return cfg
 
 
-def load_robot(name_or_path, key_bodies=None, contact_bodies=None) -> RobotDescription:
+PD_DAMPING_MODES = ("joint", "drive")
+
+
+def load_robot(name_or_path, key_bodies=None, contact_bodies=None, pd_damping=None) -> RobotDescription:
     """Read a humanoid description from a named robot config or an MJCF path.
 
     `name_or_path`: a robot name (`amp_humanoid`, `sword_shield`, see `robot_names()`), or a path
     to an MJCF file (key/contact bodies then default to none). `key_bodies` / `contact_bodies`
-    override the configured lists. Raises ModelError for a missing or malformed file, an
+    override the configured lists; `pd_damping` ("joint" | "drive", None: the robot config's, else
+    "joint") says where the simulator applies kd. Raises ModelError for a missing or malformed file, an
     unsupported joint layout, or body names that are not in the model.
     """
     name_or_path = str(name_or_path)
@@ -161,8 +171,11 @@ def load_robot(name_or_path, key_bodies=None, contact_bodies=None) -> RobotDescr
             raise ModelError(
                 f"'{name_or_path}' is neither a known robot ({', '.join(robot_names())}) nor an MJCF file"
             )
+    pd_damping = pd_damping or cfg.get("pd_damping", "joint")
+    if pd_damping not in PD_DAMPING_MODES:
+        raise ConfigError(f"config key 'robot.pd_damping': '{pd_damping}' is not one of {', '.join(PD_DAMPING_MODES)}")
     model = load_mjcf(mjcf_path)
-    return describe_model(
+    robot = describe_model(
         model,
         name=name,
         mjcf_path=mjcf_path,
@@ -172,6 +185,8 @@ def load_robot(name_or_path, key_bodies=None, contact_bodies=None) -> RobotDescr
         termination_heights=cfg.get("termination_heights") or {},
         reach_body=cfg.get("reach_body"),
     )
+    robot.pd_damping = pd_damping
+    return robot
 
 
 def load_mjcf(path) -> mujoco.MjModel:

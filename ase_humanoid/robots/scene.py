@@ -3,6 +3,9 @@
 The humanoid spec is the parent, so its options (timestep, integrator, solver), bodies, joints
 and actuators keep their names and order; the world (floor, light) is attached under the prefix
 `scene/` (the floor geom is `scene/floor`). Props become free bodies appended after the humanoid.
+With a terrain (`ase_humanoid.terrain.Terrain`), its heightfield replaces the floor plane.
+A RobotDescription with `pd_damping="drive"` gets its joint damping moved into its position
+actuators' velocity gain (see `move_damping_into_actuators`).
 """
 
 from __future__ import annotations
@@ -10,10 +13,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import mujoco
+import numpy as np
 
 from ase_humanoid.errors import ModelError
 from ase_humanoid.paths import ASSETS_DIR
 from ase_humanoid.robots.description import RobotDescription
+from ase_humanoid.terrain.mujoco_hfield import add_heightfield
 
 SCENE_MJCF = ASSETS_DIR / "mjcf" / "scene.xml"
 SCENE_PREFIX = "scene/"
@@ -27,22 +32,49 @@ _PROP_GEOM_TYPES = {
 }
 
 
-def build_scene_spec(robot_or_mjcf, props=(), scene_mjcf=SCENE_MJCF) -> mujoco.MjSpec:
+def build_scene_spec(robot_or_mjcf, props=(), scene_mjcf=SCENE_MJCF, terrain=None) -> mujoco.MjSpec:
     """MjSpec of floor + light + humanoid + one free body per prop; call `.compile()` for the model.
+
+    `terrain`: None keeps the floor plane; a Terrain replaces it by its heightfield (geom
+    `terrain`, same friction and material).
 
     `robot_or_mjcf`: a RobotDescription or an MJCF path. `props`: objects with the fields of
     `ase_humanoid.sim.base.PropSpec` (name, shape in box/sphere/capsule/cylinder, size (MuJoCo
     geom size), density, rgba, contype, conaffinity); each becomes body and geom `name` with a
     free joint `name`.
     """
-    mjcf = robot_or_mjcf.mjcf_path if isinstance(robot_or_mjcf, RobotDescription) else Path(robot_or_mjcf)
+    is_robot = isinstance(robot_or_mjcf, RobotDescription)
+    mjcf = robot_or_mjcf.mjcf_path if is_robot else Path(robot_or_mjcf)
     spec = _spec_from_file(mjcf)
+    if is_robot and robot_or_mjcf.pd_damping == "drive":
+        move_damping_into_actuators(spec)
     world = _spec_from_file(scene_mjcf)
     _copy_visual(world, spec)
     spec.attach(world, prefix=SCENE_PREFIX, frame=spec.worldbody.add_frame())
+    if terrain is not None:
+        _replace_floor(spec, terrain)
     for i, prop in enumerate(props):
         add_prop(spec, prop, pos=(2.0 + i, 0.0, 1.0))
     return spec
+
+
+def move_damping_into_actuators(spec: mujoco.MjSpec) -> None:
+    """Move each actuated hinge's joint damping kd into its position actuator (bias velocity
+    term -kd, i.e. kv = kd), so the actuator's force limit clamps kp (target - q) - kd qdot
+    together, as the ASE release's PD drive does, instead of clamping the kp term alone and
+    damping outside the clamp. kd (RobotDescription.kd) is the same either way. MuJoCo's
+    implicitfast integrator treats kv implicitly while the actuator is not saturated."""
+    joints = {j.name: j for j in spec.joints}
+    for act in spec.actuators:
+        joint = joints.get(act.target)
+        if joint is None or joint.type != mujoco.mjtJoint.mjJNT_HINGE:
+            continue
+        damping = np.array(joint.damping, dtype=float)
+        bias = np.array(act.biasprm, dtype=float)
+        bias[2] -= damping[0]
+        damping[0] = 0.0
+        act.biasprm = bias
+        joint.damping = damping
 
 
 def add_prop(spec: mujoco.MjSpec, prop, pos=(0.0, 0.0, 1.0)) -> mujoco.MjsBody:
@@ -64,6 +96,13 @@ def add_prop(spec: mujoco.MjSpec, prop, pos=(0.0, 0.0, 1.0)) -> mujoco.MjsBody:
         conaffinity=conaffinity,
     )
     return body
+
+
+def _replace_floor(spec: mujoco.MjSpec, terrain) -> None:
+    floor = spec.geom(FLOOR_GEOM)
+    friction, material = list(floor.friction), floor.material or None
+    spec.delete(floor)
+    add_heightfield(spec, terrain, friction=friction, material=material)
 
 
 def _spec_from_file(path) -> mujoco.MjSpec:

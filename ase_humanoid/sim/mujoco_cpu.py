@@ -55,7 +55,7 @@ class MujocoCpuBackend(SimBackend):
     """`num_envs` worlds of floor + `robot` + `props`, stepped on `num_threads` native threads."""
 
     def __init__(self, robot, num_envs: int, props=(), device="cpu", num_threads: int = 1,
-                 dtype=torch.float32):
+                 dtype=torch.float32, terrain=None):
         if int(num_envs) < 1:
             raise ValueError(f"num_envs must be >= 1, got {num_envs}")
         if int(num_threads) < 1:
@@ -67,7 +67,7 @@ class MujocoCpuBackend(SimBackend):
         self.dtype = dtype
         self.physics_dt = PHYSICS_DT
 
-        self._layout = build_scene(robot, props, PHYSICS_DT)
+        self._layout = build_scene(robot, props, PHYSICS_DT, terrain=terrain)  # terrain: heightfield floor
         model = self._layout.model
         self.mj_model = model
         self.prop_names = list(self._layout.prop_names)

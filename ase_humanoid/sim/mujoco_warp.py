@@ -130,7 +130,7 @@ class MujocoWarpBackend(SimBackend):
     """
 
     def __init__(self, robot, num_envs: int, props=(), device="cpu", nconmax: int = DEFAULT_NCONMAX,
-                 njmax: int = DEFAULT_NJMAX, use_graph: bool = True):
+                 njmax: int = DEFAULT_NJMAX, use_graph: bool = True, terrain=None):
         if int(num_envs) < 1:
             raise ValueError(f"num_envs must be >= 1, got {num_envs}")
         self.robot = robot
@@ -139,7 +139,7 @@ class MujocoWarpBackend(SimBackend):
         self.physics_dt = PHYSICS_DT
         self._wp_device = warp_device_for(self.device)
 
-        self._layout = build_scene(robot, props, PHYSICS_DT)
+        self._layout = build_scene(robot, props, PHYSICS_DT, terrain=terrain)  # terrain: heightfield floor
         self.mj_model = self._layout.model
         self.prop_names = list(self._layout.prop_names)
         if self.mj_model.nu != robot.num_dofs:

@@ -45,15 +45,17 @@ class SceneLayout:
     prop_names: list
 
 
-def build_scene(robot, props=(), physics_dt: float = PHYSICS_DT) -> SceneLayout:
-    """Compile floor + `robot` (RobotDescription) + `props` into one MjModel and lay it out.
+def build_scene(robot, props=(), physics_dt: float = PHYSICS_DT, terrain=None) -> SceneLayout:
+    """Compile floor + `robot` (RobotDescription) + `props` into one MjModel and lay it out;
+    `terrain` (a `ase_humanoid.terrain.Terrain`, None: the floor plane) replaces the floor by
+    its heightfield.
 
     Raises ModelError if the scene does not compile or the MJCF lacks a body, hinge or actuator
     of the description; ConfigError/ModelError for bad or clashing prop names.
     """
     props = tuple(props)
     _check_props(props, robot.body_names, robot.mjcf_path)
-    spec = build_scene_spec(robot, props)
+    spec = build_scene_spec(robot, props, terrain=terrain)
     spec.option.timestep = physics_dt
     # A world that blows up must stay non-finite (the env detects and resets it) instead of being
     # silently reset to the model's default pose by MuJoCo.

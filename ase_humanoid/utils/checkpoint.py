@@ -18,6 +18,7 @@ import torch
 
 from ase_humanoid.errors import CheckpointError
 from ase_humanoid.utils.atomic_file import write_atomic
+from ase_humanoid.utils.checks import input_file_problem
 from ase_humanoid.utils.shipped_models import verify_shipped
 
 
@@ -67,9 +68,16 @@ def load_checkpoint(path: str | os.PathLike, map_location: str | torch.device = 
     """
     path = Path(path)
     if path.is_dir():
+        if not (path / "latest.pt").exists():  # not "<folder>/latest.pt does not exist": say what was given
+            raise CheckpointError(f"checkpoint '{path}' is a folder with no latest.pt in it; give a checkpoint "
+                                  "file (latest.pt, epoch_N.pt) or a run folder")
         path = path / "latest.pt"
-    if not path.is_file():
-        raise CheckpointError(f"checkpoint '{path}' does not exist")
+    problem = input_file_problem(path)
+    if problem is not None:  # a FIFO would block torch.load, /dev/zero fill the memory
+        raise CheckpointError(f"checkpoint '{path}' {problem}")
+    if path.stat().st_size == 0:
+        raise CheckpointError(f"checkpoint '{path}' is empty (0 bytes); it was never written, or was truncated")
+    check_torch_file_header(path)
     verify_shipped(path)  # a file beside a SHA256SUMS (pretrained/) must match its checksum
     try:
         with torch.serialization.safe_globals(_legacy_numpy_globals()):
@@ -86,6 +94,24 @@ def load_checkpoint(path: str | os.PathLike, map_location: str | torch.device = 
         raise CheckpointError(f"checkpoint '{path}' does not hold a dict of states")
     check_network_weights(state, path)
     return state
+
+
+# torch.save writes a zip archive; before torch 1.6 a pickle stream (protocol 2: b"\x80\x02").
+_TORCH_FILE_HEADERS = (b"PK\x03\x04", b"\x80")
+
+
+def check_torch_file_header(path: Path) -> None:
+    """CheckpointError unless `path` starts as a torch.save file does: torch's own error for a
+    text file is its first byte's code ("101" for "e"), which says nothing."""
+    with open(path, "rb") as f:
+        head = f.read(16)
+    if head.startswith(_TORCH_FILE_HEADERS):
+        return
+    text = head.decode("utf-8", errors="replace")
+    is_text = all(c.isprintable() or c in "\r\n\t" for c in text)
+    found = f"text {text!r}" if is_text else f"bytes {head[:8]!r}"
+    raise CheckpointError(f"checkpoint '{path}' is not a torch checkpoint: it starts with {found}, not the zip "
+                          "header torch.save writes; give a .pt file written by train.py (latest.pt, epoch_N.pt)")
 
 
 # Entries that hold network state dicts (the agent's "model", an HRL checkpoint's embedded

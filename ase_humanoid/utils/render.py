@@ -90,8 +90,9 @@ class OffscreenRenderer:
         mujoco.mj_kinematics(self.model, self.data)
         mujoco.mj_camlight(self.model, self.data)
         target = self.data.xpos[self.follow_body]
-        # Follow in the ground plane and smoothly in height, so the floor stays in view.
-        self.camera.lookat[:] = (target[0], target[1], 0.9)
+        # Follow in the ground plane and smoothly in height, so the floor stays in view; on a
+        # terrain (heightfield) the ground rises and falls, so the camera follows the body's height.
+        self.camera.lookat[:] = (target[0], target[1], 0.9 if self.model.nhfield == 0 else target[2])
         self.renderer.update_scene(self.data, self.camera)
         if markers:
             add_markers(self.renderer.scene, markers)
@@ -128,8 +129,9 @@ def write_video(path: str | Path, frames: list[np.ndarray], fps: float) -> Path:
     return path
 
 
-def launch_viewer(model: mujoco.MjModel, data: mujoco.MjData, key_callback=None):
-    """Open the interactive MuJoCo viewer (passive: the caller steps and syncs).
+def launch_viewer(model: mujoco.MjModel, data: mujoco.MjData, key_callback=None, show_ui: bool = False):
+    """Open the interactive MuJoCo viewer (passive: the caller steps and syncs). Its side panels
+    are hidden unless `show_ui` (Tab / Shift+Tab toggle them), so the scene has the whole window.
 
     Raises AseHumanoidError with a hint when no display is available.
     """
@@ -137,6 +139,118 @@ def launch_viewer(model: mujoco.MjModel, data: mujoco.MjData, key_callback=None)
             and os.uname().sysname == "Linux":
         raise AseHumanoidError("the interactive viewer needs a display (DISPLAY is unset); "
                                "record a video instead with video=out.mp4 / --video out.mp4")
+    import warnings
+
+    import glfw
     import mujoco.viewer
 
-    return mujoco.viewer.launch_passive(model, data, key_callback=key_callback)
+    # Checked here: a failure inside launch_passive's thread would leave this one waiting forever.
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        ready = glfw.init()
+    if not ready:
+        reason = "; ".join(str(w.message) for w in caught) or "GLFW could not be initialised"
+        raise AseHumanoidError(f"the interactive viewer could not open display "
+                               f"'{os.environ.get('DISPLAY') or os.environ.get('WAYLAND_DISPLAY')}': {reason}; "
+                               "record a video instead with video=out.mp4 / --video out.mp4")
+    return mujoco.viewer.launch_passive(model, data, key_callback=key_callback,
+                                        show_left_ui=show_ui, show_right_ui=show_ui)
+
+
+# The viewer's camera, as the ASE release's: framed once on the character, then moved with it.
+VIEW_DISTANCE = 3.0  # m, as the ASE release: at fovy 45 degrees a 1.7 m humanoid fills ~60% of the view's height
+VIEW_AZIMUTH = 135.0  # degrees, as the videos (follow_camera)
+VIEW_ELEVATION = -15.0
+VIEW_HEIGHT_GAIN = 0.1  # per frame: the camera's height follows the root's smoothly (no bobbing)
+
+
+def frame_camera(cam: mujoco.MjvCamera, root_pos, distance: float = VIEW_DISTANCE,
+                 azimuth: float = VIEW_AZIMUTH, elevation: float = VIEW_ELEVATION) -> np.ndarray:
+    """Make `cam` a free camera looking at the root (pelvis) from `distance`, so that the whole
+    character is in view. Returns the follow anchor for `camera_follow` (the root)."""
+    anchor = np.array(root_pos, dtype=np.float64)
+    if not np.isfinite(anchor).all():
+        anchor = np.array([0.0, 0.0, 0.9])
+    cam.type = mujoco.mjtCamera.mjCAMERA_FREE
+    cam.fixedcamid, cam.trackbodyid = -1, -1
+    cam.distance, cam.azimuth, cam.elevation = distance, azimuth, elevation
+    cam.lookat[:] = anchor
+    return anchor
+
+
+def camera_follow(cam: mujoco.MjvCamera, anchor: np.ndarray, root_pos,
+                  height_gain: float = VIEW_HEIGHT_GAIN) -> np.ndarray:
+    """Move a free camera with the character: its look-at point moves as the root does (the
+    ground-plane motion at once, the height smoothed), so what the user set (distance, azimuth,
+    elevation, a pan offset) stays. A fixed or tracking camera the user chose is left alone.
+    Returns the new anchor (pass it to the next call)."""
+    root = np.asarray(root_pos, dtype=np.float64)
+    if not np.isfinite(root).all():
+        return anchor
+    new_anchor = np.array([root[0], root[1], anchor[2] + height_gain * (root[2] - anchor[2])])
+    if cam.type == mujoco.mjtCamera.mjCAMERA_FREE:
+        cam.lookat[:] = np.asarray(cam.lookat) + (new_anchor - anchor)
+    return new_anchor
+
+
+class FollowViewer:
+    """The interactive viewer on one world: a camera that frames and follows `follow_body`,
+    text in the top-left corner and render-only markers. `sync` after each change of `data`.
+
+        with FollowViewer(model, data) as viewer:
+            while viewer.is_running():
+                ...  # set data.qpos, mj_forward
+                viewer.sync([("clip", "walk"), ("time", "1.25 s")], markers)
+    """
+
+    def __init__(self, model: mujoco.MjModel, data: mujoco.MjData, key_callback=None,
+                 follow_body: int = 1, show_ui: bool = False):
+        import threading
+
+        self.model, self.data, self.follow_body = model, data, follow_body
+        before = set(threading.enumerate())
+        self.handle = launch_viewer(model, data, key_callback=key_callback, show_ui=show_ui)
+        # The viewer's window thread: joined on close, so that the process does not exit (and
+        # GLFW terminate) while it still draws.
+        self._threads = [t for t in threading.enumerate() if t not in before]
+        self.anchor: np.ndarray | None = None
+
+    def is_running(self) -> bool:
+        return self.handle.is_running()
+
+    @property
+    def cam(self) -> mujoco.MjvCamera:
+        return self.handle.cam
+
+    def sync(self, texts: list[tuple[str, str]] | None = None, markers: list[Marker] | None = None) -> None:
+        """Show the current `data`: move the camera with the character, redraw markers and text
+        (`texts`: (label, value) rows)."""
+        root = self.data.xpos[self.follow_body].copy()
+        if texts and hasattr(self.handle, "set_texts"):  # mujoco >= 3.3
+            self.handle.set_texts((mujoco.mjtFontScale.mjFONTSCALE_150, mujoco.mjtGridPos.mjGRID_TOPLEFT,
+                                   "\n".join(label for label, _ in texts),
+                                   "\n".join(value for _, value in texts)))
+        scene = self.handle.user_scn  # read by sync() only, on this thread
+        if scene is not None:
+            scene.ngeom = 0
+            add_markers(scene, markers or [])
+        # The camera moves right before sync(), not under lock(): the window's thread, waiting
+        # for that lock, would take it between the two and draw the new camera on the old pose
+        # (each frame behind; at a clip's loop or a reset the character is out of view). The
+        # window reads the camera under the lock that sync() holds while it copies the pose.
+        if self.anchor is None:
+            self.anchor = frame_camera(self.handle.cam, root)
+        else:
+            self.anchor = camera_follow(self.handle.cam, self.anchor, root)
+        self.handle.sync()  # takes the lock itself (not reentrant: never inside lock())
+
+    def close(self) -> None:
+        self.handle.close()
+        for thread in self._threads:
+            thread.join(timeout=10.0)
+
+    def __enter__(self) -> "FollowViewer":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

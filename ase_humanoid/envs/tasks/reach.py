@@ -84,6 +84,7 @@ class HumanoidReach(HumanoidTask):
         target = torch.empty(n, 3, device=self.device)
         target[:, :2] = self.sim.state.root_pos[env_ids, :2] + cfg.target_dist_max * (2.0 * rand[:, :2] - 1.0)
         target[:, 2] = cfg.target_height_min + (cfg.target_height_max - cfg.target_height_min) * rand[:, 2]
+        target[:, 2] += self.ground.height_at(target[:, :2])  # heights above the ground (terrain)
         self.target_pos[env_ids] = target
 
     def set_goals(self, env_ids: torch.Tensor, target_pos: torch.Tensor) -> None:

@@ -31,6 +31,7 @@ import torch
 from ase_humanoid.envs.config import _check
 from ase_humanoid.envs.tasks import rewards
 from ase_humanoid.envs.tasks.common import HumanoidTask, TaskEnvConfig, random_yaw, sphere_marker
+from ase_humanoid.envs.terrain_placement import highest_ground
 from ase_humanoid.errors import ConfigError
 from ase_humanoid.sim.base import PropSpec
 from ase_humanoid.utils import rotations as rot
@@ -119,7 +120,10 @@ class HumanoidStrike(HumanoidTask):
     def place_target(self, env_ids: torch.Tensor, xy: torch.Tensor, yaw: torch.Tensor) -> None:
         """Stand the target upright at rest at ground position `xy [k, 2]`, turned by `yaw [k]`."""
         n = len(env_ids)
-        pos = torch.cat([xy.float(), torch.full((n, 1), TARGET.size[2], device=self.device)], dim=-1)
+        # on terrain, on the highest ground under its footprint (flat ground: z = 0)
+        base = torch.zeros(n, device=self.device) if self.terrain is None else highest_ground(
+            self.ground, xy.float(), max(TARGET.size[:2]))
+        pos = torch.cat([xy.float(), (base + TARGET.size[2]).unsqueeze(-1)], dim=-1)
         axis = torch.tensor([0.0, 0.0, 1.0], device=self.device).expand(n, 3)
         zeros = torch.zeros(n, 3, device=self.device)
         self.sim.set_prop_state(TARGET.name, env_ids, pos, rot.quat_from_axis_angle(axis, yaw.float()),

@@ -1,0 +1,198 @@
+"""The physics port against the ASE release's physics (issue 21, item 6): the sword's densities,
+where the PD damping acts (`robot.pd_damping`), a PD step response and a free fall
+(benchmarks/pd_step_response.py measures them all and prints JSON)."""
+
+import sys
+from pathlib import Path
+
+import mujoco
+import numpy as np
+import pytest
+import torch
+
+from ase_humanoid.errors import ConfigError
+from ase_humanoid.robots import build_scene_spec, load_robot
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+
+import pd_step_response as bench  # noqa: E402
+
+DT = 1.0 / 120.0
+
+
+# ---- the sword ----------------------------------------------------------------------------------
+
+def test_sword_has_the_release_densities_mass_and_centre_of_mass():
+    spec = mujoco.MjSpec.from_file(str(load_robot("sword_shield").mjcf_path))
+    densities = {g.name: g.density for g in spec.geoms if g.name.startswith("sword_")}
+    assert densities == bench.RELEASE_SWORD_DENSITIES  # 300 hilt, 600 blade (kg/m^3)
+    shipped = bench.sword_mass_properties()
+    one_density = bench.sword_mass_properties({"sword_hilt": 506.1, "sword_blade": 506.1})
+    # the same mass as the one shared density (and the reference 0.701 kg) ...
+    assert shipped["mass_kg"] == pytest.approx(0.701, abs=1e-3)
+    assert shipped["mass_kg"] == pytest.approx(one_density["mass_kg"], abs=1e-3)
+    # ... but the centre of mass 5.3 cm further from the hand, towards the blade's tip (sword
+    # frame, whose origin is 0.74 m out from the hand: -0.417 m against -0.470 m)
+    assert shipped["com_m"][0] == pytest.approx(-0.4169, abs=1e-3)
+    assert one_density["com_m"][0] - shipped["com_m"][0] == pytest.approx(-0.0529, abs=1e-3)
+    assert shipped["total_mass_kg"] == pytest.approx(51.71, abs=0.01)
+
+
+# ---- where the PD damping acts ------------------------------------------------------------------
+
+def test_drive_moves_the_damping_into_the_clamped_actuator():
+    joint, drive = load_robot("amp_humanoid"), load_robot("amp_humanoid", pd_damping="drive")
+    assert joint.pd_damping == "joint" and drive.pd_damping == "drive"
+    assert torch.equal(joint.kd, drive.kd) and torch.equal(joint.kp, drive.kp)  # the same gains
+    mj = build_scene_spec(joint).compile()
+    md = build_scene_spec(drive).compile()
+    hinges = [mj.jnt_dofadr[mj.actuator_trnid[a, 0]] for a in range(mj.nu)]
+    np.testing.assert_allclose(mj.dof_damping[hinges], joint.kd.numpy())
+    np.testing.assert_allclose(mj.actuator_biasprm[:, 2], 0.0)
+    np.testing.assert_allclose(md.dof_damping[hinges], 0.0)
+    np.testing.assert_allclose(-md.actuator_biasprm[:, 2], drive.kd.numpy())
+    np.testing.assert_allclose(md.actuator_forcerange, mj.actuator_forcerange)
+    with pytest.raises(ConfigError, match="pd_damping"):
+        load_robot("amp_humanoid", pd_damping="spring")
+
+
+def _knee_torques(model, kp_error: float, qvel: float):
+    """(actuator force, passive damping force) at the right knee with PD error `kp_error` rad
+    and velocity `qvel` rad/s, root fixed in the air (humanoid at its zero pose)."""
+    data = mujoco.MjData(model)
+    knee = model.joint("right_knee")
+    data.qpos[knee.qposadr[0]] = 0.5
+    data.qvel[knee.dofadr[0]] = qvel
+    data.ctrl[model.actuator("right_knee").id] = 0.5 + kp_error
+    mujoco.mj_forward(model, data)
+    return float(data.actuator_force[model.actuator("right_knee").id]), float(data.qfrc_damper[knee.dofadr[0]])
+
+
+@pytest.mark.parametrize("error, qvel", [(1.0, 2.0), (1.0, -2.0), (0.2, 5.0), (-0.5, -4.0)])
+def test_clamped_torque_includes_the_damping_cpu(error, qvel):
+    kp, kd, effort = bench.RELEASE_GAINS["right_knee"]
+    release = float(np.clip(kp * error - kd * qvel, -effort, effort))
+    drive = _knee_torques(bench.fixed_root_model("amp_humanoid", "drive"), error, qvel)
+    joint = _knee_torques(bench.fixed_root_model("amp_humanoid", "joint"), error, qvel)
+    assert drive[0] == pytest.approx(release) and drive[1] == 0.0  # the release's drive
+    assert joint[0] == pytest.approx(np.clip(kp * error, -effort, effort)) and joint[1] == pytest.approx(-kd * qvel)
+
+
+def test_clamped_torque_includes_the_damping_warp():
+    """MuJoCo Warp reads the same scene model: its actuator force is the clamped kp and kd sum."""
+    pytest.importorskip("mujoco_warp", reason="the 'gpu'/'test' extra (mujoco-warp) is not installed")
+    import mujoco_warp as mjw
+    import warp as wp
+
+    from ase_humanoid.sim import make_backend
+
+    robot = load_robot("amp_humanoid", pd_damping="drive")
+    sim = make_backend("mujoco_warp", robot, 2, device="cpu")
+    try:
+        kp, kd, effort = bench.RELEASE_GAINS["right_knee"]
+        d = robot.dof_names.index("right_knee")
+        assert float(sim.mj_model.dof_damping[sim._layout.dof_qvel_adr[d]]) == 0.0  # noqa: SLF001
+        n = 2
+        root_pos = torch.tensor([[0.0, 0.0, 2.0]] * n)
+        root_rot = torch.tensor([[0.0, 0.0, 0.0, 1.0]] * n)
+        zeros3 = torch.zeros(n, 3)
+        dof_pos = torch.zeros(n, robot.num_dofs)
+        dof_pos[:, d] = 0.5
+        dof_vel = torch.zeros(n, robot.num_dofs)
+        dof_vel[:, d] = torch.tensor([2.0, 5.0])
+        sim.set_robot_state(torch.arange(n), root_pos, root_rot, zeros3, zeros3, dof_pos, dof_vel)
+        targets = torch.zeros(n, robot.num_dofs)
+        targets[:, d] = 0.5 + torch.tensor([1.0, 0.2])
+        sim.set_pd_targets(targets)
+        with wp.ScopedDevice(sim._wp_device):  # noqa: SLF001
+            mjw.forward(sim._m, sim._d)  # noqa: SLF001
+        force = wp.to_torch(sim._d.actuator_force)[:, sim._layout.dof_actuator_ids[d]]  # noqa: SLF001
+        release = np.clip(kp * np.array([1.0, 0.2]) - kd * np.array([2.0, 5.0]), -effort, effort)
+        np.testing.assert_allclose(force.cpu().numpy(), release, rtol=1e-4)  # [150, -150]
+    finally:
+        sim.close()
+
+
+def test_pd_damping_reaches_the_env_and_defaults_to_joint():
+    from ase_humanoid.config import compose_config
+    from ase_humanoid.envs import make_env
+
+    assert compose_config(["sim=mujoco"]).robot.pd_damping == "joint"
+    assert compose_config(["sim=mujoco", "profile=paper"]).robot.pd_damping == "joint"  # see docs/TASKS.md
+    assert compose_config(["sim=mujoco", "robot.pd_damping=drive"]).robot.pd_damping == "drive"
+    env = make_env("HumanoidAMP", num_envs=1, pd_damping="drive", state_init="Default", num_threads=1)
+    try:
+        model = env.sim.mj_model
+        assert env.robot.pd_damping == "drive"
+        np.testing.assert_allclose(-model.actuator_biasprm[:, 2], env.robot.kd.cpu().numpy()[np.argsort(env.sim._layout.dof_actuator_ids)])  # noqa: SLF001
+        assert model.dof_damping[env.sim._layout.dof_qvel_adr].max() == 0.0  # noqa: SLF001
+    finally:
+        env.close()
+
+
+def test_saved_runs_without_the_key_used_joint_damping(tmp_path):
+    from ase_humanoid.app import check_resume_config
+    from ase_humanoid.builders import saved_pd_damping
+
+    assert saved_pd_damping(None) == "joint" and saved_pd_damping({"robot": {"name": "amp_humanoid"}}) == "joint"
+    assert saved_pd_damping({"robot": {"pd_damping": "drive"}}) == "drive"
+    old = {"robot": {"name": "amp_humanoid"}}
+    check_resume_config(old, {"robot": {"name": "amp_humanoid", "pd_damping": "joint"}}, tmp_path)
+    with pytest.raises(ConfigError, match="pd_damping"):
+        check_resume_config(old, {"robot": {"name": "amp_humanoid", "pd_damping": "drive"}}, tmp_path)
+
+
+# ---- step response and free fall ----------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def knee_inertia():
+    return bench.joint_inertia(bench.fixed_root_model("amp_humanoid", "joint"), "right_knee")
+
+
+def _metrics(mode, step, seconds=1.0):
+    return bench.response_metrics(*bench.mujoco_step_response("amp_humanoid", mode, "right_knee", step, seconds), step)
+
+
+def test_gains_are_the_release_documented_ones():
+    robot = load_robot("amp_humanoid")
+    for joint, (kp, kd, effort) in bench.RELEASE_GAINS.items():
+        d = robot.dof_names.index(joint)
+        assert (float(robot.kp[d]), float(robot.kd[d]), float(robot.effort_limit[d])) == (kp, kd, effort)
+
+
+def test_small_step_settles_like_the_release_law_in_both_places(knee_inertia):
+    kp, kd, effort = bench.RELEASE_GAINS["right_knee"]
+    step = 0.15  # kp * step = 75 N m, half the 150 N m limit: no saturation, one law for both
+    release = bench.response_metrics(*bench.reference_step_response(knee_inertia, kp, kd, effort, step, 1.0), step)
+    for mode in ("joint", "drive"):
+        m = _metrics(mode, step)
+        assert m["overshoot"] < 0.02 and m["final_error_rad"] < 1e-3
+        assert m["rise_time_s"] == pytest.approx(release["rise_time_s"], abs=DT)  # 0.20 s
+        assert m["settling_time_s"] == pytest.approx(release["settling_time_s"], abs=6 * DT)  # 0.33 vs 0.37 s
+        assert m["peak_torque_nm"] <= effort
+
+
+def test_saturated_step_drive_follows_the_release_law_and_joint_is_slower(knee_inertia):
+    kp, kd, effort = bench.RELEASE_GAINS["right_knee"]
+    step = 1.5  # kp * step = 750 N m, five times the limit
+    release = bench.response_metrics(*bench.reference_step_response(knee_inertia, kp, kd, effort, step, 1.0), step)
+    drive, joint = _metrics("drive", step), _metrics("joint", step)
+    # the release's drive: the clamp caps the whole torque at the effort limit, and the knee
+    # rises as fast as the release's law (0.20 s 10-90 %)
+    assert drive["peak_torque_nm"] == pytest.approx(effort, abs=1e-6)
+    assert drive["rise_time_s"] == pytest.approx(release["rise_time_s"], abs=DT)
+    assert drive["settling_time_s"] == pytest.approx(release["settling_time_s"], abs=6 * DT)
+    assert drive["overshoot"] < 0.02 and drive["final_error_rad"] < 1e-3
+    # damping outside the clamp: the kd term is subtracted from a torque already at the limit,
+    # so a saturated joint moves at most effort / kd (3 rad/s here) and rises about twice as slowly
+    assert joint["rise_time_s"] > 1.8 * release["rise_time_s"]
+    assert joint["final_error_rad"] < 1e-3 and joint["peak_torque_nm"] <= effort
+
+
+@pytest.mark.parametrize("mode", ["joint", "drive"])
+def test_free_fall_takes_the_time_gravity_gives(mode):
+    fall = bench.free_fall("amp_humanoid", drop=0.5, pd_damping=mode)
+    assert fall["gravity"] == pytest.approx(9.81)
+    assert fall["com_accel_mean"] == pytest.approx(-9.81, abs=1e-3) and fall["com_accel_max_dev"] < 1e-3
+    assert fall["time_to_ground_s"] == pytest.approx(fall["ideal_discrete_time_s"], abs=1e-4)  # 38 steps
+    assert fall["time_to_ground_s"] == pytest.approx(fall["ideal_time_s"], abs=DT)  # sqrt(2 h / g) = 0.319 s
