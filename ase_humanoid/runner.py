@@ -149,6 +149,7 @@ class Runner:
         self.update_threads = update_threads
         self.thread_chooser = (UpdateThreadChooser(update_threads)
                                if adapt_update_threads and update_threads is not None else None)
+        self.last_update_threads = update_threads  # what the last update used (logged)
         self.is_main = is_main
         self.epoch = 0
         self.global_step = 0
@@ -260,7 +261,7 @@ class Runner:
             torch.set_num_threads(rollout_threads)
         if self.thread_chooser is not None:
             self.thread_chooser.record(threads, time.perf_counter() - start)
-        stats["perf/update_threads"] = float(threads)
+        self.last_update_threads = threads
         return stats
 
     def learn(self, logger: TrainingLogger | None = None, time_budget_s: float | None = None) -> dict[str, float]:
@@ -290,6 +291,8 @@ class Runner:
                 stats.update(self.quality.pop_skill_stats())
             stats["time/update"] = t_end - t_update
             stats["perf/samples_per_s"] = self.agent.config.horizon_length * self.env.num_envs / (t_end - t_start)
+            if self.update_threads is not None:
+                stats["perf/update_threads"] = float(self.last_update_threads)
             stats.update(fault_counters(self.env))
             if hasattr(self.env, "terrain_metrics"):  # curriculum level, falls per tile kind
                 stats.update(self.env.terrain_metrics())

@@ -210,11 +210,11 @@ def timed_epoch(runner, sim_time: dict[str, float]) -> dict[str, float]:
     t0 = time.perf_counter()
     timings = runner.collect_rollout()
     t1 = time.perf_counter()
-    stats = runner.update_agent()
+    runner.update_agent()
     t2 = time.perf_counter()
     return {"sim": sim_time["s"], "obs_reward_reset": timings["time/sim_and_obs"] - sim_time["s"],
             "inference": timings["time/inference"], "record": timings["time/record"], "update": t2 - t1,
-            "total": t2 - t0, "update_threads": stats.get("perf/update_threads", 0.0)}
+            "total": t2 - t0, "update_threads": runner.last_update_threads or 0}
 
 
 def summarize(epochs: list[dict], samples_per_epoch: int, env_only: float) -> dict:
