@@ -65,17 +65,31 @@ def vector_env_overrides(task: str, num_envs: int, options: dict[str, Any]) -> l
     if options.get("llc_checkpoint") is not None and "train" not in options:
         overrides.append("train=hrl")
     for key, value in options.items():
-        if key in RUN_CONFIG_KEYS:
+        if key == "terrain":
+            overrides += terrain_overrides(value)
+        elif key in RUN_CONFIG_KEYS:
             overrides.append(f"{key}={hydra_value(value)}")
         elif key in AGENT_KEYS:
             overrides.append(f"{AGENT_KEYS[key]}={hydra_value(value)}")
         elif key in env_keys:
             overrides.append(f"task.env.{key}={hydra_value(value)}")
         else:
-            valid = sorted(set(RUN_CONFIG_KEYS) | set(AGENT_KEYS) | env_keys)
+            valid = sorted(set(RUN_CONFIG_KEYS) | set(AGENT_KEYS) | env_keys | {"terrain"})
             raise ConfigError(f"unknown keyword '{key}' for {gym_id(task)}; valid keywords: "
                               f"num_envs, render_env_id, {', '.join(valid)}")
     return overrides
+
+
+def terrain_overrides(terrain: str | dict[str, Any]) -> list[str]:
+    """`terrain="rough"` selects cfg/terrain/rough.yaml as `terrain=rough` does for train.py;
+    `terrain={"name": "mixed", "rows": 4, ...}` also sets its `terrain.*` keys."""
+    if isinstance(terrain, str):
+        return [f"terrain={hydra_value(terrain)}"]
+    if isinstance(terrain, dict) and isinstance(terrain.get("name"), str):
+        return [f"terrain={hydra_value(terrain['name'])}",
+                *(f"terrain.{key}={hydra_value(value)}" for key, value in terrain.items() if key != "name")]
+    raise ConfigError(f"keyword 'terrain' must be a terrain name (flat, rough, mixed, mesh) or a dict with "
+                      f"'name' and terrain.* keys, got {terrain!r}")
 
 
 def refuse_single_env(task: str, **options):

@@ -166,3 +166,24 @@ def test_llc_checkpoint_makes_a_task_hierarchical(tmp_path):
     assert obs.shape == (2, 228) and info["style_reward"].shape == (2,)
     assert int(env.env.episode_steps[0]) == 3  # three control steps per high-level step
     env.close()
+
+
+def test_terrain_keyword_builds_what_train_py_builds():
+    from ase_humanoid.gym_entry import vector_env_overrides
+
+    assert vector_env_overrides("HumanoidAMP", 2, {"terrain": "rough"})[-1] == "terrain=rough"
+    assert vector_env_overrides("HumanoidAMP", 2, {"terrain": {"name": "mixed", "num_rows": 2}})[-2:] == \
+        ["terrain=mixed", "terrain.num_rows=2"]
+    env = gymnasium.make_vec(gym_id("HumanoidAMP"), num_envs=2,
+                             terrain={"name": "rough", "num_rows": 2, "num_cols": 2})
+    try:
+        obs, _ = env.reset(seed=3)
+        assert np.isfinite(np.asarray(obs)).all()
+        terrain = env.unwrapped.env.terrain  # HumanoidVectorEnv.env: the humanoid env
+        assert terrain is not None and terrain.num_rows == 2 and terrain.num_cols == 2
+    finally:
+        env.close()
+    with pytest.raises(ConfigError, match="keyword 'terrain' must be a terrain name"):
+        vector_env_overrides("HumanoidAMP", 2, {"terrain": 3})
+    with pytest.raises(ConfigError, match="rough"):  # a wrong name lists the valid ones
+        gymnasium.make_vec(gym_id("HumanoidAMP"), num_envs=2, terrain="lava")
