@@ -454,9 +454,9 @@ class Humanoid:
                                                              self.key_body_ids, self.cfg.local_root_obs,
                                                              self.cfg.policy_root_rotation)
         if self.terrain is not None:
-            ground = self.ground.height_at(state.root_pos[:, :2]).unsqueeze(-1)  # [N, 1]
-            humanoid_obs = torch.cat([humanoid_obs[:, :1] - ground, humanoid_obs[:, 1:]], dim=-1)
-            amp_now = torch.cat([amp_now[:, :1] - ground, amp_now[:, 1:]], dim=-1)
+            ground = self.ground.height_at(state.root_pos[:, :2])  # [N], once for both
+            humanoid_obs = terrain_fn.with_root_height_above(humanoid_obs, ground)
+            amp_now = terrain_fn.with_root_height_above(amp_now, ground)
         return humanoid_obs, amp_now
 
     def policy_obs_of(self, kinematics: ArticulationState) -> torch.Tensor:

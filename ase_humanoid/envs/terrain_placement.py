@@ -43,7 +43,13 @@ def root_height_correction(root_pos: torch.Tensor, offsets: torch.Tensor, ground
 def with_root_height_above_ground(obs: torch.Tensor, root_pos: torch.Tensor, ground) -> torch.Tensor:
     """`obs [n, K]` whose entry 0 is the root's world height, with it measured from the ground
     under the root (`root_pos [n, 3]`) instead (a new tensor)."""
-    return torch.cat([obs[:, :1] - ground.height_at(root_pos[:, :2]).unsqueeze(-1), obs[:, 1:]], dim=-1)
+    return with_root_height_above(obs, ground.height_at(root_pos[:, :2]))
+
+
+def with_root_height_above(obs: torch.Tensor, ground_height: torch.Tensor) -> torch.Tensor:
+    """`obs [n, K]` with entry 0 (the root's world height) less `ground_height [n]` (a new tensor);
+    for several observations of the same roots, looked up once."""
+    return torch.cat([obs[:, :1] - ground_height.unsqueeze(-1), obs[:, 1:]], dim=-1)
 
 
 def body_heights_above_ground(body_pos: torch.Tensor, ground) -> torch.Tensor:
