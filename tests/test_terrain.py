@@ -411,3 +411,32 @@ def test_fall_rates_per_tile_kind_are_counted(terrain_env):
     assert set(k.split("/")[-1] for k in rates) <= set(TILE_KINDS)
     assert max(rates.values()) > 0.0
     assert "terrain/level" in metrics and env.terrain_metrics().keys() == {"terrain/level"}  # cleared
+
+
+def test_view_motion_plays_clips_over_the_terrain():
+    """Kinematic playback on terrain: each clip starts at its tile's spawn point, its path keeps
+    the clip's shape in xy, and every frame rests on the ground under it, as the same frame on the
+    plane rests on z = 0 (its lowest body origin as high above the ground)."""
+    terrain = {**ALL_KINDS, "kinds": ["slope_up", "rough"], "kind_weights": [1.0, 1.0], "num_cols": 2,
+               "difficulty_min": 1.0}
+    view = make_env("HumanoidViewMotion", num_envs=2, motion_file=str(WALK), terrain=terrain, **FAST)
+    flat = make_env("HumanoidViewMotion", num_envs=2, motion_file=str(WALK), **FAST)
+    view.reset()
+    flat.reset()
+    torch.testing.assert_close(view.sim.state.root_pos[:, :2], view.env_origins[:, :2])
+    start_xy = view.sim.state.root_pos[:, :2].clone()
+    flat_start_xy = flat.sim.state.root_pos[:, :2].clone()
+    for _ in range(45):  # 1.5 s of the walk: the clip moves over a metre
+        view.step()
+        flat.step()
+    s, f = view.sim.state, flat.sim.state
+    torch.testing.assert_close(s.root_pos[:, :2] - start_xy, f.root_pos[:, :2] - flat_start_xy, atol=1e-4, rtol=0)
+    assert (f.root_pos[:, :2] - flat_start_xy).norm(dim=-1).min() > 1.0
+    clearance = placement.body_heights_above_ground(s.body_pos, view.ground).min(dim=1).values  # [2]
+    flat_clearance = f.body_pos[..., 2].min(dim=1).values
+    assert (clearance >= flat_clearance - 1e-4).all(), (clearance, flat_clearance)  # never in the ground
+    assert (clearance < flat_clearance + 0.25).all(), (clearance, flat_clearance)  # nor floating above it
+    ground = view.ground.height_at(s.root_pos[:, :2])
+    assert ground.abs().max() > 0.05  # the clip really is off the plane's height
+    view.close()
+    flat.close()

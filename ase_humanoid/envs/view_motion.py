@@ -6,12 +6,18 @@ forces: the simulator only does the kinematics, so what the viewer shows (`rende
 clip as the humanoid's joints reproduce it. Actions are ignored (any `[N, D]` tensor, or None).
 Observations and AMP observations are computed as in the other envs; the reward is 0 and an
 episode ends only at `max_episode_length`.
+
+On terrain each env's clip plays from its tile's spawn point: the clip's path is shifted in xy as
+the reset shifted its first frame, and every frame is lifted by the highest ground under its
+bodies (`terrain_placement.highest_ground`), so the flat-ground clip walks over the surface
+instead of through it.
 """
 
 from __future__ import annotations
 
 import torch
 
+from ase_humanoid.envs import terrain_placement as terrain_fn
 from ase_humanoid.envs.config import HumanoidViewMotionConfig
 from ase_humanoid.envs.humanoid import Humanoid
 from ase_humanoid.envs.reset_plan import ResetPlan
@@ -25,6 +31,8 @@ class HumanoidViewMotion(Humanoid):
     def setup_task(self) -> None:
         motion_lib = self._require_motion_lib("HumanoidViewMotion")
         self.env_motion_ids = torch.arange(self.cfg.num_envs, device=self.device) % motion_lib.num_motions
+        # xy shift `[N, 2]` from each clip's path to the env's spawn point (zero on flat ground)
+        self.playback_shift_xy = torch.zeros(self.cfg.num_envs, 2, device=self.device)
 
     def step(self, actions=None):
         if actions is None:
@@ -50,9 +58,29 @@ class HumanoidViewMotion(Humanoid):
 
     def simulate(self, actions: torch.Tensor) -> None:
         """Set the state from the clip at the time this step reaches; no physics."""
-        ms = self.motion_lib.get_motion_state(self.env_motion_ids, self._clip_time(self.episode_steps + 1))
-        self.sim.set_robot_state(torch.arange(self.num_envs, device=self.device), ms.root_pos,
+        on_terrain = self.terrain is not None
+        ms = self.motion_lib.get_motion_state(self.env_motion_ids, self._clip_time(self.episode_steps + 1),
+                                              body_states=on_terrain)
+        root_pos = ms.root_pos
+        if on_terrain:
+            root_pos = root_pos + self.terrain_offsets(ms.body_pos)
+        self.sim.set_robot_state(torch.arange(self.num_envs, device=self.device), root_pos,
                                  ms.root_rot, ms.root_lin_vel, ms.root_ang_vel, ms.dof_pos, ms.dof_vel)
+
+    def terrain_offsets(self, body_pos: torch.Tensor) -> torch.Tensor:
+        """`[N, 3]`: each env's playback shift in xy and the lift that puts the clip's bodies
+        (`body_pos [N, B, 3]`, on the plane) on the highest ground under them."""
+        shifted_xy = body_pos[..., :2] + self.playback_shift_xy.unsqueeze(1)
+        lift = terrain_fn.highest_ground(self.ground, shifted_xy, terrain_fn.FOOTPRINT_RADIUS).amax(dim=1)
+        return torch.cat([self.playback_shift_xy, lift.unsqueeze(-1)], dim=-1)
+
+    def reset_envs(self, env_ids: torch.Tensor) -> ResetPlan:
+        if self.terrain is not None and len(env_ids):
+            first = self.motion_lib.get_motion_state(self.env_motion_ids[env_ids],
+                                                     torch.zeros(len(env_ids), device=self.device), body_states=False)
+            # the same xy shift as the reset's placement (terrain_placement.terrain_offsets)
+            self.playback_shift_xy[env_ids] = self.env_origins[env_ids, :2] - first.root_pos[:, :2]
+        return super().reset_envs(env_ids)
 
     def plan_reset(self, env_ids: torch.Tensor) -> ResetPlan:
         """Every episode starts at the beginning of the env's clip."""
