@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import contextlib
+import copy
 import datetime
 import random
 from pathlib import Path
 
 import numpy as np
 import torch
-from omegaconf import DictConfig, ListConfig, OmegaConf
+from omegaconf import DictConfig, ListConfig, OmegaConf, open_dict
 
 from ase_humanoid.builders import build_agent, build_env, resolve_path
 from ase_humanoid.config import compose_config, saved_value
@@ -224,5 +225,29 @@ def train_in_run_dir(cfg: DictConfig, run_dir: Path, resume_from: Path | None, r
         close = getattr(env, "close", None)
         if close is not None:
             close()
+    if is_main and runner.epoch >= int(cfg.max_epochs):
+        print_final_skill_report(cfg, run_dir)
     dist_utils.shutdown()
     return run_dir
+
+
+def print_final_skill_report(cfg: DictConfig, run_dir: Path) -> None:
+    """At the end of ASE pre-training: the skill report of the last checkpoint (a short one,
+    `final_skill_report` latents and getups) and which targets of a usable controller it meets,
+    so the main command ends saying what it trained."""
+    latents = int(cfg.final_skill_report)
+    if latents <= 0 or cfg.task.name != "HumanoidASE" or cfg.train.algo != "ase":
+        return
+    from ase_humanoid.evaluate import skill_report
+    from ase_humanoid.skills import SkillOptions, format_summary, format_usability
+
+    test_cfg = copy.deepcopy(cfg)
+    with open_dict(test_cfg):
+        test_cfg.test, test_cfg.checkpoint = True, str(run_dir / "latest.pt")
+    steps = int(cfg.task.env.max_episode_length)  # an episode per latent, as test=true
+    print(f"measuring the controller's skills ({latents} latents x {steps} control steps, {latents} getups; "
+          "benchmarks/ase_skills.py for the full report) ...", flush=True)
+    report = skill_report(test_cfg, SkillOptions(num_latents=latents, steps=steps, seed=int(cfg.seed)))
+    print(format_summary(report), flush=True)
+    print(format_usability(report), flush=True)
+    print(f"next: python train.py task=HumanoidHeading llc_checkpoint={run_dir}", flush=True)

@@ -418,6 +418,55 @@ def format_summary(report: dict) -> str:
     return "\n".join(lines)
 
 
+USABLE_TARGETS = {"fall_rate": 0.10, "key_body_error_cm": 10.0, "clip_coverage": 4, "getup_success_rate": 0.70}
+"""What makes a controller usable for the hierarchical tasks (issue 20): at most this fall rate
+and key-body distance (cm), at least this many clips covered, locomotion clips (names holding
+`LOCOMOTION_WORDS`) among them, and at least this getup success."""
+LOCOMOTION_WORDS = ("walk", "run")
+
+
+def usability(report: dict) -> dict[str, bool]:
+    """Which of `USABLE_TARGETS` (and the locomotion requirement) `report` meets."""
+    t = USABLE_TARGETS
+    covered = [name for name, count in report["clip_counts"].items() if count > 0]
+    locomotion = [name for name in report["clip_counts"] if any(w in name for w in LOCOMOTION_WORDS)]
+    error, getup = report["key_body_error_cm"], report["getup"]["success_rate"]
+    return {
+        "fall_rate": report["fall_rate"] <= t["fall_rate"],
+        "key_body_error_cm": error is not None and error <= t["key_body_error_cm"],
+        "clip_coverage": report["clip_coverage"] >= t["clip_coverage"],
+        "locomotion": bool(locomotion) and all(name in covered for name in locomotion),
+        "getup_success_rate": getup is not None and getup >= t["getup_success_rate"],
+    }
+
+
+def format_usability(report: dict) -> str:
+    """One line per target: measured, target, met or not; then the verdict."""
+    met, t = usability(report), USABLE_TARGETS
+    covered = {name for name, count in report["clip_counts"].items() if count > 0}
+    locomotion = [name for name in report["clip_counts"] if any(w in name for w in LOCOMOTION_WORDS)]
+    getup = report["getup"]["success_rate"]
+    error = report["key_body_error_cm"]
+    rows = [
+        ("fall rate", f"{report['fall_rate']:.2f} (target <= {t['fall_rate']:.2f})", met["fall_rate"]),
+        ("key-body distance", f"{error:.1f} cm (target <= {t['key_body_error_cm']:.0f} cm)" if error is not None
+         else "not measured", met["key_body_error_cm"]),
+        ("clips covered", f"{report['clip_coverage']} (target >= {t['clip_coverage']})", met["clip_coverage"]),
+        ("locomotion covered", ", ".join(f"{short} {'yes' if name in covered else 'no'}" for name, short in
+                                         zip(locomotion, short_clip_names(locomotion))) or "no locomotion clip",
+         met["locomotion"]),
+        ("getup in 3 s", f"{getup:.2f} (target >= {t['getup_success_rate']:.2f})" if getup is not None
+         else "not measured",
+         met["getup_success_rate"]),
+    ]
+    lines = ["usable controller? (the targets of docs/TASKS.md, ASE pre-training)"]
+    lines += [f"  {name}: {value}: {'met' if ok else 'NOT met'}" for name, value, ok in rows]
+    lines.append("  verdict: usable for the hierarchical tasks" if all(met.values()) else
+                 f"  verdict: not yet ({sum(not ok for ok in met.values())} of {len(met)} targets missed); "
+                 "train on with resume=true and a larger max_epochs, or use the controller as it is")
+    return "\n".join(lines)
+
+
 # ---------------------------------------------------------------------------- video and plot
 
 def tile_labels(report: dict, count: int) -> list[str]:

@@ -10,7 +10,8 @@ from ase_humanoid import PROJECT_ROOT
 TINY = ["task=HumanoidASE", "num_envs=4", "train.params.actor_units=[32,32]", "train.params.critic_units=[32,32]",
         "train.params.disc_units=[32,32]", "train.params.style_units=[32,16]", "train.params.mini_epochs=2",
         "train.params.amp_obs_demo_buffer_size=1024", "train.params.amp_replay_buffer_size=1024",
-        "task.env.fall_pool_size=8", "task.env.fall_steps=10", "num_threads=1"]
+        "task.env.fall_pool_size=8", "task.env.fall_steps=10", "num_threads=1",
+        "final_skill_report=0"]
 
 
 def torchrun(*args, timeout=300):

@@ -186,7 +186,7 @@ def test_an_episode_ending_inside_a_high_level_step_restarts_at_the_next():
 
 TRAIN = ["num_envs=4", "device=cpu", "sim=mujoco", "num_threads=1", "save_every=0", "max_epochs=2",
          "train.params.actor_units=[32,32]", "train.params.critic_units=[32,32]",
-         "train.params.horizon_length=4", "train.params.mini_epochs=1"]
+         "train.params.horizon_length=4", "train.params.mini_epochs=1", "final_skill_report=0"]
 
 
 def test_pretrain_llc_then_train_and_evaluate_every_task(tmp_path, capsys):

@@ -18,7 +18,7 @@ from ase_humanoid.utils.checkpoint import load_checkpoint, save_checkpoint
 SMALL = ["train.params.amp_obs_demo_buffer_size=1024", "train.params.amp_replay_buffer_size=1024",
          "train.params.actor_units=[32,32]", "train.params.critic_units=[32,32]",
          "train.params.disc_units=[32,32]", "train.params.mini_epochs=1", "train.params.horizon_length=4",
-         "quality_every=0"]
+         "quality_every=0", "final_skill_report=0"]
 
 
 class _RunsShell:

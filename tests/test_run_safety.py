@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SMALL = ["train.params.amp_obs_demo_buffer_size=1024", "train.params.amp_replay_buffer_size=1024",
          "train.params.actor_units=[32,32]", "train.params.critic_units=[32,32]",
          "train.params.disc_units=[32,32]", "train.params.mini_epochs=1", "train.params.horizon_length=4",
-         "quality_every=0", "num_envs=4", "num_threads=1"]
+         "quality_every=0", "final_skill_report=0", "num_envs=4", "num_threads=1"]
 
 
 def _train(*args):

@@ -20,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
 import ship_model  # noqa: E402
 
 TRAIN = ["num_envs=4", "device=cpu", "sim=mujoco", "num_threads=1", "save_every=0", "max_epochs=1",
-         "quality_every=0", "train.params.actor_units=[32,32]", "train.params.critic_units=[32,32]",
+         "quality_every=0", "final_skill_report=0", "train.params.actor_units=[32,32]", "train.params.critic_units=[32,32]",
          "train.params.horizon_length=4", "train.params.mini_epochs=1"]
 TINY_ASE = ["task=HumanoidASE", "task.env.fall_pool_size=4", "task.env.fall_steps=5",
             "train.params.amp_obs_demo_buffer_size=64", "train.params.amp_replay_buffer_size=64",

@@ -373,7 +373,8 @@ def test_train_ase_two_epochs_on_mujoco_warp(tmp_path):
     run(["task=HumanoidASE", "sim=mujoco_warp", "device=cpu", "num_envs=4", "max_epochs=2", f"run_dir={tmp_path}",
          "train.params.actor_units=[64,64]", "train.params.critic_units=[64,64]", "train.params.disc_units=[64,64]",
          "train.params.mini_epochs=1", "train.params.amp_obs_demo_buffer_size=1024",
-         "train.params.amp_replay_buffer_size=1024", "task.env.fall_pool_size=4", "task.env.fall_steps=10"])
+         "train.params.amp_replay_buffer_size=1024", "task.env.fall_pool_size=4", "task.env.fall_steps=10",
+         "final_skill_report=0"])
     epochs = [json.loads(line)["epoch"] for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     assert epochs == [1, 2]
     assert (tmp_path / "latest.pt").is_file()

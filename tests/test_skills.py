@@ -17,6 +17,8 @@ from ase_humanoid.envs.motion_quality import MotionQuality, clip_coverage, clip_
 from ase_humanoid.motion.motion_lib import MotionLib
 from ase_humanoid.robots.description import load_robot
 from ase_humanoid.skills import (
+    USABLE_TARGETS,
+    format_usability,
     heading_change,
     is_standing,
     mean_turning_rate,
@@ -24,6 +26,7 @@ from ase_humanoid.skills import (
     spread,
     standing_thresholds,
     tile_grid,
+    usability,
 )
 
 SIX_CLIPS = PROJECT_ROOT / "motions" / "dataset_amp_humanoid_all.yaml"
@@ -108,6 +111,43 @@ def test_spread_and_tile_grid():
     grid = tile_grid(tiles, columns=3)
     assert grid.shape == (4, 9, 3)
     assert grid[0, 0, 0] == 1 and grid[0, 8, 0] == 3 and grid[3, 4, 0] == 5 and grid[3, 8, 0] == 0
+
+
+def _report(fall_rate=0.05, error=9.0, counts=(2, 1, 3, 10, 0, 0), getup=0.8) -> dict:
+    names = ["amp_humanoid_walk", "amp_humanoid_run", "amp_humanoid_dance", "amp_humanoid_hop",
+             "amp_humanoid_backflip", "amp_humanoid_cartwheel"]
+    return {"fall_rate": fall_rate, "key_body_error_cm": error, "clip_counts": dict(zip(names, counts)),
+            "clip_coverage": sum(c > 0 for c in counts), "getup": {"success_rate": getup}}
+
+
+def test_usability_names_each_target_it_misses():
+    good = _report()
+    assert all(usability(good).values())
+    assert "verdict: usable" in format_usability(good)
+    # each target missed alone, just past its limit
+    assert usability(_report(fall_rate=USABLE_TARGETS["fall_rate"] + 0.01)) == {**usability(good), "fall_rate": False}
+    assert not usability(_report(error=10.1))["key_body_error_cm"]
+    assert not usability(_report(counts=(2, 1, 3, 0, 0, 0)))["clip_coverage"]  # 3 clips
+    no_run = usability(_report(counts=(2, 0, 3, 10, 1, 0)))  # 4 clips, but no latent runs
+    assert no_run["clip_coverage"] and not no_run["locomotion"]
+    assert not usability(_report(getup=0.69))["getup_success_rate"]
+    text = format_usability(_report(counts=(2, 0, 3, 10, 1, 0), getup=0.0))
+    assert "walk yes, run no: NOT met" in text and "getup in 3 s: 0.00 (target >= 0.70): NOT met" in text
+    assert "not yet (2 of 5 targets missed)" in text
+
+
+def test_finished_pretraining_ends_with_the_skill_report(tmp_path, capsys):
+    """The main command ends by saying what it trained: the skill report of its last checkpoint
+    and the targets it meets, then how to use the controller."""
+    from ase_humanoid.app import run
+
+    run([*TINY_ASE, f"run_dir={tmp_path}", "max_epochs=1", "quality_every=0", "save_every=0",
+         "final_skill_report=2", "task.env.max_episode_length=15", "task.env.fall_pool_size=4",
+         "task.env.fall_steps=5"])
+    out = capsys.readouterr().out
+    assert "skills: 2 fixed latents x 0.5 s" in out and "getup:" in out
+    assert "usable controller?" in out and "verdict: " in out
+    assert f"next: python train.py task=HumanoidHeading llc_checkpoint={tmp_path}" in out
 
 
 # ---------------------------------------------------------------------------- end to end
