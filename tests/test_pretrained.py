@@ -1,5 +1,6 @@
 """Every model shipped in pretrained/: listed in SHA256SUMS with a matching checksum, weights
-only, a model card, and a short run that reproduces the card's `check` numbers."""
+only, a model card, and a short run that reproduces the card's `check` numbers (a skill report
+for a controller, `test=true` episodes for a task policy)."""
 
 from __future__ import annotations
 
@@ -32,11 +33,17 @@ def test_shipped_model_is_weights_only_and_matches_its_checksum(model):
     assert state["format"] == WEIGHTS_FORMAT
     assert set(state["agent"]) <= set(POLICY_AGENT_ENTRIES)
     card = card_metrics(model.with_suffix(".md"))
-    assert card["metrics"] and card["check"]["kind"] == "skills"  # the controllers shipped so far
+    assert card["metrics"] and card["check"]["kind"] in ("skills", "task")
 
 
 def _check_run(model: Path, check: dict) -> dict:
-    """The card's short skill-report run (benchmarks/ase_skills.py) on `model`."""
+    """The card's short run on `model`: its skill report (benchmarks/ase_skills.py) for a
+    controller, its test=true statistics (benchmarks/task_policy.py) for a task policy."""
+    if check["kind"] == "task":
+        import task_policy
+
+        return task_policy.main([str(model), "--episodes", str(check["episodes"]), "--envs", str(check["envs"]),
+                                 "--seed", str(check["seed"]), "--no-random", *check.get("overrides", [])])["trained"]
     import ase_skills
 
     args = [str(model), "--latents", str(check["latents"]), "--seconds", str(check["seconds"]),

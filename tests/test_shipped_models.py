@@ -17,6 +17,7 @@ from ase_humanoid.utils.checkpoint import load_checkpoint
 from ase_humanoid.utils.shipped_models import card_metrics, read_checksums, sha256_of
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import ship_model  # noqa: E402
 
 TRAIN = ["num_envs=4", "device=cpu", "sim=mujoco", "num_threads=1", "save_every=0", "max_epochs=1",
@@ -69,6 +70,17 @@ def test_shipped_model_evaluates_and_drives_a_task(shipped, tmp_path, capsys):
     run(["task=HumanoidHeading", f"run_dir={tmp_path / 'heading'}", f"llc_checkpoint={shipped / 'tiny_llc.pt'}",
          *TRAIN])
     assert (tmp_path / "heading" / "latest.pt").is_file()
+    # the trained task policy against random latents on the LLC it carries, the same episodes
+    import task_policy
+
+    result = task_policy.main([str(tmp_path / "heading" / "latest.pt"), "--episodes", "2", "--envs", "2",
+                               "task.env.max_episode_length=20", "num_threads=1"])
+    assert result["task"] == "HumanoidHeading"
+    for policy in ("trained", "random"):
+        assert result[policy]["episode/count"] >= 2 and result[policy]["task/direction_error"] >= 0.0
+    assert result["random"]["policy"] == "random latents"
+    with pytest.raises(CheckpointError, match="not a hierarchical task policy"):
+        task_policy.main([str(shipped / "tiny_llc.pt"), "--episodes", "1", "--envs", "1"])
 
 
 def test_damaged_or_unlisted_shipped_file_is_refused(shipped, tmp_path):

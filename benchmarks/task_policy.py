@@ -1,0 +1,79 @@
+"""A trained high-level task policy against random latents on its own low-level controller,
+the same episodes for both.
+
+    python benchmarks/task_policy.py pretrained/heading_amp_humanoid.pt --episodes 128 --seed 1234 --json
+    python benchmarks/task_policy.py ~/runs/heading/latest.pt --no-random
+
+Evaluates CHECKPOINT as `train.py test=true checkpoint=CHECKPOINT` does (deterministic policy,
+`--episodes` episodes on `--envs` worlds, seed `--seed`; the task is the checkpoint's), then the
+random-latent policy of `hrl_random_policy.py` on the LLC the checkpoint carries, with the same
+seed. Prints one line of statistics per policy; `--json` prints
+`{"trained": {...}, "random": {...}}` (the task metrics, fall rate, episode length...).
+Extra arguments are train.py overrides (e.g. `task.env.target_speed_min=1.0`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import ase_humanoid  # noqa: E402,F401  (sets the OpenMP wait policy before torch loads)
+
+
+def checkpoint_task(path: str) -> str:
+    """The task name a checkpoint (run checkpoint or shipped weights) was trained on."""
+    from ase_humanoid.builders import resolve_path
+    from ase_humanoid.errors import CheckpointError
+    from ase_humanoid.utils.checkpoint import load_checkpoint
+
+    state = load_checkpoint(resolve_path(path))
+    task = ((state.get("config") or {}).get("task") or {}).get("name")
+    if not task:
+        raise CheckpointError(f"{path}: the checkpoint records no task (not a run checkpoint of this project?)")
+    if (state.get("agent") or {}).get("algo") != "HRLAgent":
+        raise CheckpointError(f"{path}: not a hierarchical task policy (algo {state['agent'].get('algo')!r})")
+    return task
+
+
+def main(argv=None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("checkpoint", help="an HRL run checkpoint, run folder or shipped task policy")
+    parser.add_argument("--episodes", type=int, default=128)
+    parser.add_argument("--envs", type=int, default=64)
+    parser.add_argument("--seed", type=int, default=1234, help="a seed the policy was not trained with")
+    parser.add_argument("--no-random", action="store_true", help="skip the random-latent baseline")
+    parser.add_argument("--json", action="store_true")
+    parser.add_argument("overrides", nargs="*", help="train.py overrides")
+    args = parser.parse_intermixed_args(argv)
+
+    import torch
+
+    from ase_humanoid.config import compose_config
+    from ase_humanoid.evaluate import evaluate
+
+    task = checkpoint_task(args.checkpoint)
+    common = [f"task={task}", f"test_episodes={args.episodes}", f"num_envs={args.envs}", f"seed={args.seed}"]
+    cfg = compose_config([*common, "test=true", f"checkpoint={args.checkpoint}", *args.overrides])
+    torch.set_num_threads(int(cfg.torch_threads))
+    torch.manual_seed(args.seed)
+    result = {"task": task, "checkpoint": str(args.checkpoint), "episodes": args.episodes, "seed": args.seed,
+              "trained": evaluate(cfg)}
+    if not args.no_random:
+        import hrl_random_policy
+
+        # the LLC inside the checkpoint, so both policies drive the same controller
+        result["random"] = hrl_random_policy.main(["--task", task, "--episodes", str(args.episodes), "--envs",
+                                                   str(args.envs), "--seed", str(args.seed),
+                                                   f"llc_checkpoint={args.checkpoint}", *args.overrides])
+    if args.json:
+        print(json.dumps(result), flush=True)
+    return result
+
+
+if __name__ == "__main__":
+    main()
