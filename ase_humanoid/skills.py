@@ -274,6 +274,8 @@ class GetupResult:
     seconds_to_stand: torch.Tensor  # [E] first standing step in seconds (NaN: never)
     root_min: float  # thresholds used, m
     head_min: float
+    start_head_height: torch.Tensor  # [E] m, in the fallen start state
+    best_head_height: torch.Tensor  # [E] m, the highest the head got: how far up a failed getup came
 
 
 @torch.no_grad()
@@ -284,23 +286,29 @@ def measure_getup(env, agent, latents: torch.Tensor, episodes: int, steps: int) 
     k, dev = env.num_envs, env.device
     head = head_body_id(env)
     root_min, head_min = standing_thresholds(env.default_kinematics.body_pos[0], head)
-    stood, seconds = [], []
+    stood, seconds, start_head, best_head = [], [], [], []
     for start in range(0, episodes, k):
         obs = env.reset()
         first_step = torch.full((k,), -1, dtype=torch.long, device=dev)
         alive = torch.ones(k, dtype=torch.bool, device=dev)
+        head_start = env.sim.state.body_pos[:, head, 2].clone()
+        head_best = head_start.clone()
         for t in range(1, steps + 1):
             obs, _, terminated, truncated, _ = env.step(agent.action_mean(obs, latents))
             alive &= ~(terminated | truncated)  # only a non-finite state ends one here
             body_pos = env.sim.state.body_pos
             up = is_standing(body_pos[:, 0, 2], body_pos[:, head, 2], root_min, head_min) & alive
             first_step[up & (first_step < 0)] = t
+            head_best = torch.where(alive, torch.maximum(head_best, body_pos[:, head, 2]), head_best)
         n = min(k, episodes - start)
         stood.append(first_step[:n] > 0)
         seconds.append(torch.where(first_step[:n] > 0, first_step[:n] * env.dt, math.nan))
+        start_head.append(head_start[:n])
+        best_head.append(head_best[:n])
     empty = torch.zeros(0, device=dev)
     return GetupResult(torch.cat(stood) if stood else empty.bool(), torch.cat(seconds) if seconds else empty,
-                       root_min, head_min)
+                       root_min, head_min, torch.cat(start_head) if start_head else empty,
+                       torch.cat(best_head) if best_head else empty)
 
 
 # ---------------------------------------------------------------------------- the report
@@ -370,6 +378,9 @@ def build_report(rollouts: LatentRollouts, getup: GetupResult, clip_names: list[
             "mean_seconds_to_stand": spread(getup.seconds_to_stand)["mean"] if bool(getup.stood_up.any()) else None,
             "root_threshold_m": getup.root_min,
             "head_threshold_m": getup.head_min,
+            # how far up the episodes came, standing or not (the head's height, m)
+            "start_head_height_m": float(getup.start_head_height.mean()) if getup.stood_up.numel() else None,
+            "best_head_height_m": float(getup.best_head_height.mean()) if getup.stood_up.numel() else None,
             "stood_up": getup.stood_up.tolist(),
         },
         "per_latent": {
@@ -401,7 +412,8 @@ def format_summary(report: dict) -> str:
         stood = sum(getup["stood_up"])
         getup_line = (f"getup: {stood}/{getup['episodes']} fallen starts stand within {getup['seconds']:.1f} s "
                       f"({getup['success_rate']:.2f}; root >= {getup['root_threshold_m']:.2f} m and head >= "
-                      f"{getup['head_threshold_m']:.2f} m)")
+                      f"{getup['head_threshold_m']:.2f} m); head from {getup['start_head_height_m']:.2f} m "
+                      f"up to {getup['best_head_height_m']:.2f} m on average")
     error = report["key_body_error_cm"]
     enc_z = report["enc_z"]
     lines = [

@@ -195,6 +195,7 @@ def test_command_reports_json_and_writes_video_and_paths(untrained_ase_checkpoin
     getup = report["getup"]
     assert getup["episodes"] == 6 and len(getup["stood_up"]) == 6 and 0.0 <= getup["success_rate"] <= 1.0
     assert getup["root_threshold_m"] == pytest.approx(0.8 * 0.89) and 1.0 < getup["head_threshold_m"] < 1.2
+    assert 0.0 < getup["start_head_height_m"] <= getup["best_head_height_m"] < 2.0  # how far up it came
     per_latent = report["per_latent"]
     for key in ("skill", "root_speed", "turn_rate", "root_height", "key_body_error_cm", "enc_z", "fell",
                 "fall_time_s"):
