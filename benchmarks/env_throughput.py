@@ -14,7 +14,10 @@ adds no overhead to the physics). Prints one JSON object with --json, else a sho
 
 `--terrain rough|mixed|mesh` (cfg/terrain/<name>.yaml) runs the env on that terrain and, in the
 same alternating rounds, the same env on flat ground: `terrain_vs_flat` = terrain env steps/s /
-flat env steps/s (the raw rollout is the terrain model's).
+flat env steps/s (the raw rollout is the terrain model's). `terrain_vs_flat_cpu` is the same ratio
+in process CPU seconds (this process, all its threads) per env step: the work each loop does, much
+less moved by other processes' load than the wall-clock rates (on a loaded machine those can swing
+by +-0.15 between runs of the same code).
 """
 
 from __future__ import annotations
@@ -60,15 +63,15 @@ def interleaved(steps: dict, seconds: float, rounds: int = 10, warmup: int = 10)
     """Time several step functions in alternating rounds (so that load from other processes on
     the machine affects them alike) for about `seconds` each.
 
-    `steps`: name -> step(i). Returns name -> (calls, elapsed seconds).
+    `steps`: name -> step(i). Returns name -> (calls, elapsed seconds, process CPU seconds).
     """
-    totals = {name: [0, 0.0] for name in steps}
+    totals = {name: [0, 0.0, 0.0] for name in steps}
     for step in steps.values():
         for i in range(warmup):
             step(i)
     for _ in range(rounds):
         for name, step in steps.items():
-            calls, start = totals[name][0], time.perf_counter()
+            calls, start, cpu_start = totals[name][0], time.perf_counter(), time.process_time()
             while True:
                 step(calls)
                 calls += 1
@@ -76,6 +79,7 @@ def interleaved(steps: dict, seconds: float, rounds: int = 10, warmup: int = 10)
                     break
             totals[name][0] = calls
             totals[name][1] += time.perf_counter() - start
+            totals[name][2] += time.process_time() - cpu_start
     return {name: tuple(v) for name, v in totals.items()}
 
 
@@ -134,7 +138,7 @@ def main(argv=None) -> dict:
     if flat_env is not None:
         loops["flat_env"] = lambda i: flat_env.step(actions[i % NUM_ACTION_SETS])
     timings = interleaved(loops, args.seconds)
-    (env_calls, env_time), (raw_calls, raw_time) = timings["env"], timings["raw"]
+    (env_calls, env_time, env_cpu), (raw_calls, raw_time, _) = timings["env"], timings["raw"]
     pool.close()
     env.close()
 
@@ -149,10 +153,13 @@ def main(argv=None) -> dict:
         "terrain": args.terrain, "height_scan": args.height_scan,
     }
     if flat_env is not None:
-        flat_calls, flat_time = timings["flat_env"]
+        flat_calls, flat_time, flat_cpu = timings["flat_env"]
         flat_rate = flat_calls * env.num_envs / flat_time
         result["flat_env_steps_per_s"] = round(flat_rate, 1)
         result["terrain_vs_flat"] = round(env_rate / flat_rate, 3)
+        result["env_cpu_ms"] = round(1e3 * env_cpu / env_calls, 3)
+        result["flat_env_cpu_ms"] = round(1e3 * flat_cpu / flat_calls, 3)
+        result["terrain_vs_flat_cpu"] = round((flat_cpu / flat_calls) / (env_cpu / env_calls), 3)
         flat_env.close()
     if args.json:
         print(json.dumps(result))

@@ -134,6 +134,28 @@ def test_height_at_is_exact_at_samples_and_on_planes(mixed):
     assert FlatGround().height_at(torch.ones(4, 2)).eq(0).all()
 
 
+def test_height_at_is_the_bilinear_formula_exactly(mixed):
+    """The lookup (one index_select, temporaries reused in place) gives bitwise the heights of the
+    textbook formula, inside the grid and clamped outside it, for float32 and float64 points."""
+    heights = torch.as_tensor(mixed.heights)
+    nx, ny = heights.shape
+    origin, scale = mixed.origin, mixed.horizontal_scale
+    gen = torch.Generator().manual_seed(1)
+    for dtype in (torch.float32, torch.float64):
+        xy = torch.rand(7, 50, 2, generator=gen, dtype=dtype) * torch.tensor([nx, ny], dtype=dtype) * scale * 1.2
+        xy = xy + torch.tensor(origin, dtype=dtype) - 0.1 * nx * scale
+        gx = ((xy[..., 0] - origin[0]) / scale).clamp(0.0, nx - 1)
+        gy = ((xy[..., 1] - origin[1]) / scale).clamp(0.0, ny - 1)
+        ix, iy = gx.floor().clamp(max=nx - 2), gy.floor().clamp(max=ny - 2)
+        wx, wy = gx - ix, gy - iy
+        ix, iy = ix.long(), iy.long()
+        low = heights[ix, iy] + (heights[ix + 1, iy] - heights[ix, iy]) * wx
+        high = heights[ix, iy + 1] + (heights[ix + 1, iy + 1] - heights[ix, iy + 1]) * wx
+        expected = low + (high - low) * wy
+        got = HeightMap(mixed).height_at(xy)
+        assert got.dtype == expected.dtype and torch.equal(got, expected)
+
+
 def test_height_scan_is_in_the_heading_frame():
     plane = torch.tensor([[0.5 * (x - 10) for _ in range(21)] for x in range(21)])  # h = 0.5 x (world)
     ground = HeightMap.__new__(HeightMap)
@@ -327,6 +349,35 @@ def test_observations_measure_height_from_the_ground(terrain_env):
     s = env.sim.state
     torch.testing.assert_close(obs[:, 0], s.root_pos[:, 2] - env.ground.height_at(s.root_pos[:, :2]), atol=1e-5, rtol=0)
     assert info["amp_obs"][:, 0].sub(obs[:, 0]).abs().max() < 1e-5
+
+
+def test_shared_ground_lookups_equal_separate_ones(terrain_env):
+    """A step looks the ground up once per simulator state (body 0 is the root) for the root
+    height in the observations and the fall heights, and a reset once for placement and the
+    root-height correction: the same heights, bitwise, as a lookup per use."""
+    env = terrain_env
+    env.reset()
+    gen = torch.Generator().manual_seed(2)
+    for _ in range(3):
+        env.step(2.0 * torch.rand(env.num_envs, env.num_actions, generator=gen) - 1.0)
+        s = env.sim.state
+        shared = env.ground_under_bodies(s)
+        assert env.ground_under_bodies(s) is shared  # looked up once per state
+        assert torch.equal(shared, env.ground.height_at(s.body_pos[..., :2]))
+        assert torch.equal(env._ground_under_root(s), env.ground.height_at(s.root_pos[:, :2]))
+        separate = fall_termination(s.contact_forces, s.body_pos, env.termination_heights, env.non_contact_mask,
+                                    env.episode_steps,
+                                    body_heights=placement.body_heights_above_ground(s.body_pos, env.ground))
+        assert torch.equal(env.compute_terminated(), separate)
+    root_pos = torch.rand(9, 3, generator=gen) * 4.0
+    body_pos = root_pos[:, None] + torch.rand(9, 15, 3, generator=gen) - 0.5
+    origins = env.env_origins[:9]
+    offsets, correction = placement.terrain_placement(root_pos, body_pos, origins, env.ground)
+    shift = origins[:, :2] - root_pos[:, :2]
+    lift = placement.highest_ground(env.ground, body_pos[..., :2] + shift[:, None],
+                                    placement.FOOTPRINT_RADIUS).amax(dim=1)
+    torch.testing.assert_close(offsets, torch.cat([shift, lift[:, None]], dim=-1), atol=0, rtol=0)
+    torch.testing.assert_close(correction, lift - env.ground.height_at(origins[:, :2]), atol=1e-6, rtol=0)
 
 
 def test_fall_heights_are_measured_from_the_ground():

@@ -101,6 +101,7 @@ class Humanoid:
         self.terrain_config = terrain_config(cfg.terrain)
         self.terrain = build_terrain(self.terrain_config)
         self.ground = FlatGround(self.device) if self.terrain is None else HeightMap(self.terrain, self.device)
+        self._ground_lookup = (None, None)  # (SimState, its ground_under_bodies): one lookup per state
         self.setup_task()
         self.sim = make_backend(cfg.sim, self.robot, self.num_envs, props=self.prop_specs(),
                                 device=self.device, num_threads=cfg.num_threads, terrain=self.terrain)
@@ -454,10 +455,29 @@ class Humanoid:
                                                              self.key_body_ids, self.cfg.local_root_obs,
                                                              self.cfg.policy_root_rotation)
         if self.terrain is not None:
-            ground = self.ground.height_at(state.root_pos[:, :2])  # [N], once for both
+            ground = self._ground_under_root(state)  # [N], once for both
             humanoid_obs = terrain_fn.with_root_height_above(humanoid_obs, ground)
             amp_now = terrain_fn.with_root_height_above(amp_now, ground)
         return humanoid_obs, amp_now
+
+    def ground_under_bodies(self, state) -> torch.Tensor:
+        """`[N, B]` ground height under each body origin of SimState `state`, looked up once per
+        state: a step's observations (root height, the root being body 0) and fall check (body
+        heights) share it. Backends never overwrite a SimState they handed out (`SimBackend.state`),
+        so the lookup stays valid for as long as `state` is the current one."""
+        cached_state, heights = self._ground_lookup
+        if cached_state is not state:
+            heights = self.ground.height_at(state.body_pos[..., :2])
+            self._ground_lookup = (state, heights)
+        return heights
+
+    def _ground_under_root(self, state) -> torch.Tensor:
+        """`[N]` ground height under the root of every env in SimState `state`: from the shared
+        per-state lookup when the fall check will need it (or already made it), else for the
+        roots alone."""
+        if self.cfg.enable_early_termination or self._ground_lookup[0] is state:
+            return self.ground_under_bodies(state)[:, 0]
+        return self.ground.height_at(state.root_pos[:, :2])
 
     def policy_obs_of(self, kinematics: ArticulationState) -> torch.Tensor:
         """Humanoid part of the policy observation `[n, 15 B - 2]` of states with `kinematics`."""
@@ -561,7 +581,8 @@ class Humanoid:
         """Terminations `[N]` bool: a fall (when early termination is on) or the task's own."""
         if self.cfg.enable_early_termination:
             s = self.sim.state
-            heights = None if self.terrain is None else terrain_fn.body_heights_above_ground(s.body_pos, self.ground)
+            heights = None if self.terrain is None else terrain_fn.body_heights_above(s.body_pos,
+                                                                                      self.ground_under_bodies(s))
             terminated = term_fn.fall_termination(s.contact_forces, s.body_pos, self.termination_heights,
                                                   self.non_contact_mask, self.episode_steps, body_heights=heights)
         else:
@@ -591,9 +612,8 @@ class Humanoid:
             return plan
         states = plan.states
         kinematics = plan.kinematics if plan.kinematics is not None else self.kinematics_of(states)
-        offsets = terrain_fn.terrain_offsets(states.root_pos, kinematics.body_pos, self.env_origins[plan.env_ids],
-                                             self.ground)  # [n, 3]
-        correction = terrain_fn.root_height_correction(states.root_pos, offsets, self.ground)  # [n]
+        offsets, correction = terrain_fn.terrain_placement(  # [n, 3], [n]: one ground lookup
+            states.root_pos, kinematics.body_pos, self.env_origins[plan.env_ids], self.ground)
         moved_states = RobotStates(states.root_pos + offsets, *states.as_tuple()[1:])
         moved_kinematics = dataclasses.replace(kinematics, body_pos=kinematics.body_pos + offsets.unsqueeze(1))
         policy_obs = plan.policy_obs

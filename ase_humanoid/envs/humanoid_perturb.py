@@ -27,7 +27,7 @@ import torch
 from ase_humanoid.envs.config import HumanoidPerturbConfig
 from ase_humanoid.envs.humanoid import Humanoid
 from ase_humanoid.envs.terminations import fall_termination
-from ase_humanoid.envs.terrain_placement import body_heights_above_ground
+from ase_humanoid.envs.terrain_placement import body_heights_above
 from ase_humanoid.sim.base import PropSpec
 from ase_humanoid.utils import rotations as rot
 from ase_humanoid.utils.render import Marker
@@ -116,7 +116,7 @@ class HumanoidPerturb(Humanoid):
         super().post_physics_step()
         s = self.sim.state
         self.steps_run += 1
-        heights = None if self.terrain is None else body_heights_above_ground(s.body_pos, self.ground)
+        heights = None if self.terrain is None else body_heights_above(s.body_pos, self.ground_under_bodies(s))
         self.has_fallen |= fall_termination(s.contact_forces, s.body_pos, self.termination_heights,
                                             self.non_contact_mask, self.episode_steps, body_heights=heights)
         steps = self.episode_steps.unsqueeze(-1)  # [N, 1]

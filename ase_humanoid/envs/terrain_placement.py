@@ -19,25 +19,27 @@ FOOTPRINT_RADIUS = 0.12
 _RING = torch.tensor([[0.0, 0.0], [1.0, 0.0], [-1.0, 0.0], [0.0, 1.0], [0.0, -1.0]])
 
 
-def terrain_offsets(root_pos: torch.Tensor, body_pos: torch.Tensor, origins: torch.Tensor, ground) -> torch.Tensor:
-    """Translation `[n, 3]` that moves states with root_pos `[n, 3]` and body_pos `[n, B, 3]` onto
-    spawn points `origins [n, 3]`: xy to the origin, z up by the highest ground under the bodies."""
+def terrain_placement(root_pos: torch.Tensor, body_pos: torch.Tensor, origins: torch.Tensor,
+                      ground) -> tuple[torch.Tensor, torch.Tensor]:
+    """Where reset states with root_pos `[n, 3]` and body_pos `[n, B, 3]` (made for the plane)
+    go on the terrain, from one ground lookup (footprints and moved roots together):
+    offsets `[n, 3]`: xy to the spawn points `origins [n, 3]`, z up by the highest ground under
+    the bodies (each body and `FOOTPRINT_RADIUS` around it); correction `[n]`: what to add to the
+    root-height observation of a moved state, the lift minus the ground under the moved root."""
+    n, num_bodies = body_pos.shape[:2]
     shift_xy = origins[:, :2] - root_pos[:, :2]  # [n, 2]
-    lift = highest_ground(ground, body_pos[..., :2] + shift_xy[:, None], FOOTPRINT_RADIUS).amax(dim=1)  # [n]
-    return torch.cat([shift_xy, lift.unsqueeze(-1)], dim=-1)
+    ring = _RING.to(body_pos.device, body_pos.dtype) * FOOTPRINT_RADIUS  # [5, 2]
+    footprint = ((body_pos[..., :2] + shift_xy[:, None]).unsqueeze(-2) + ring).reshape(n, num_bodies * len(ring), 2)
+    moved_root = (root_pos[:, :2] + shift_xy).unsqueeze(1)  # [n, 1, 2]
+    heights = ground.height_at(torch.cat([footprint, moved_root], dim=1))  # [n, 5 B + 1]
+    lift = heights[:, :-1].reshape(n, num_bodies, len(ring)).amax(dim=-1).amax(dim=1)  # [n]
+    return torch.cat([shift_xy, lift.unsqueeze(-1)], dim=-1), lift - heights[:, -1]
 
 
 def highest_ground(ground, xy: torch.Tensor, radius: float) -> torch.Tensor:
     """`[...]` highest ground at points `xy [..., 2]` and 4 points `radius` metres around each."""
     ring = _RING.to(xy.device, xy.dtype) * radius  # [5, 2]
     return ground.height_at(xy.unsqueeze(-2) + ring).amax(dim=-1)
-
-
-def root_height_correction(root_pos: torch.Tensor, offsets: torch.Tensor, ground) -> torch.Tensor:
-    """`[n]` to add to the root-height observation of a plane state once moved by `offsets [n, 3]`:
-    the lift minus the ground height under the moved root."""
-    moved_xy = root_pos[:, :2] + offsets[:, :2]
-    return offsets[:, 2] - ground.height_at(moved_xy)
 
 
 def with_root_height_above_ground(obs: torch.Tensor, root_pos: torch.Tensor, ground) -> torch.Tensor:
@@ -54,7 +56,13 @@ def with_root_height_above(obs: torch.Tensor, ground_height: torch.Tensor) -> to
 
 def body_heights_above_ground(body_pos: torch.Tensor, ground) -> torch.Tensor:
     """`[N, B]` height of each body origin above the ground under it (body_pos `[N, B, 3]`)."""
-    return body_pos[..., 2] - ground.height_at(body_pos[..., :2])
+    return body_heights_above(body_pos, ground.height_at(body_pos[..., :2]))
+
+
+def body_heights_above(body_pos: torch.Tensor, ground_heights: torch.Tensor) -> torch.Tensor:
+    """`[N, B]` height of each body origin (body_pos `[N, B, 3]`) above `ground_heights [N, B]`,
+    the ground under them when already looked up."""
+    return body_pos[..., 2] - ground_heights
 
 
 def next_terrain_levels(levels: torch.Tensor, fell: torch.Tensor, root_pos: torch.Tensor, origins: torch.Tensor,

@@ -78,7 +78,7 @@ class HumanoidViewMotion(Humanoid):
         if self.terrain is not None and len(env_ids):
             first = self.motion_lib.get_motion_state(self.env_motion_ids[env_ids],
                                                      torch.zeros(len(env_ids), device=self.device), body_states=False)
-            # the same xy shift as the reset's placement (terrain_placement.terrain_offsets)
+            # the same xy shift as the reset's placement (terrain_placement.terrain_placement)
             self.playback_shift_xy[env_ids] = self.env_origins[env_ids, :2] - first.root_pos[:, :2]
         return super().reset_envs(env_ids)
 

@@ -16,18 +16,24 @@ from ase_humanoid.terrain.grid import Terrain
 
 def bilinear_height(heights: torch.Tensor, origin: tuple[float, float], scale: float, xy: torch.Tensor) -> torch.Tensor:
     """Heights `[...]` at world points `xy [..., 2]` of the grid `heights [nx, ny]` whose sample
-    (i, j) lies at `origin + (i, j) * scale` (origin: two floats); clamped to the grid's edges."""
+    (i, j) lies at `origin + (i, j) * scale` (origin: two floats); clamped to the grid's edges.
+
+    Per point: low = h00 + (h10 - h00) wx, high = h01 + (h11 - h01) wx, low + (high - low) wy,
+    with the four corners fetched in one `index_select`. The per-step callers (observations,
+    fall heights, reset placement) pay per torch call, so the temporaries are reused in place."""
     nx, ny = heights.shape
-    gx = ((xy[..., 0] - float(origin[0])) / scale).clamp(0.0, nx - 1)
-    gy = ((xy[..., 1] - float(origin[1])) / scale).clamp(0.0, ny - 1)
-    ix, iy = gx.floor().clamp(max=nx - 2), gy.floor().clamp(max=ny - 2)  # the cell's lower corner
-    wx, wy = gx - ix, gy - iy
-    base = (ix.long() * ny + iy.long()).unsqueeze(-1)
+    x, y = xy.unbind(-1)
+    gx = ((x - float(origin[0])) / scale).clamp_(0.0, nx - 1)
+    gy = ((y - float(origin[1])) / scale).clamp_(0.0, ny - 1)
+    ix, iy = gx.floor().clamp_(max=nx - 2), gy.floor().clamp_(max=ny - 2)  # the cell's lower corner
+    wx, wy = gx.sub_(ix), gy.sub_(iy)
+    base = ix.long().mul_(ny).add_(iy.long()).unsqueeze_(-1)
     corners = torch.tensor([0, ny, 1, ny + 1], device=xy.device)  # (i, j), (i+1, j), (i, j+1), (i+1, j+1)
-    h = heights.reshape(-1)[base + corners]  # [..., 4] in one gather
-    low = h[..., 0] + (h[..., 1] - h[..., 0]) * wx
-    high = h[..., 2] + (h[..., 3] - h[..., 2]) * wx
-    return low + (high - low) * wy
+    h = heights.reshape(-1).index_select(0, (base + corners).view(-1)).view(base.shape[:-1] + (4,))
+    h00, h10, h01, h11 = h.unbind(-1)
+    low = ((h10 - h00) * wx).add_(h00)  # out of place first: wx may be of a wider dtype than heights
+    high = ((h11 - h01) * wx).add_(h01)
+    return (high - low).mul_(wy).add_(low)
 
 
 class HeightMap:
