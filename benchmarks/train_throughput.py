@@ -22,6 +22,14 @@ timed epochs alternate idle, loaded, idle, ... so that drift affects both alike.
 (the same figures under load), `loaded_to_idle` (samples/s) and `env_only_loaded_to_idle`. The
 load's processes are killed at the end, on errors and Ctrl-C too (benchmarks/_load.py).
 
+`--update-split`: adds `update_split`, the update's seconds per epoch by part, wall and process
+CPU time, measured in-run (see `UpdateSplit`): forward, penalty_grad, backward, optimiser, other.
+`--compare-reference-update`: the timed epochs alternate between the agent's reference update
+(`agent.use_reference_update(True)`: plain Adam, full backward, full gathers) and its fast one,
+which learn the same (tests/test_update_equivalence.py); adds `reference` (the same figures for
+the reference update) and `update_speedup`. Best with `--update-threads N`, so that both paths
+run on the same thread count.
+
 `--compare-amp-env-only` (hierarchical tasks): control steps per second of hierarchical training
 (rollout + update; one high-level sample is `llc_steps` control steps) against plain HumanoidAMP
 env-only stepping with the same number of envs (the target) and the hierarchical env's own
@@ -75,6 +83,10 @@ def main(argv=None) -> int:
                             help="also measure beside a second training of the same task and settings "
                                  "(train.py in a temporary run_dir)")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--update-split", action="store_true",
+                        help="time the update's parts (forward, penalty_grad, backward, optimiser, other)")
+    parser.add_argument("--compare-reference-update", action="store_true",
+                        help="alternate timed epochs between the reference and the fast update")
     parser.add_argument("--compare-amp-env-only", action="store_true",
                         help="hierarchical task: training control steps/s against HumanoidAMP env-only")
     parser.add_argument("--rounds", type=int, default=5, help="--compare-amp-env-only: interleaved rounds")
@@ -84,6 +96,8 @@ def main(argv=None) -> int:
         parser.error("--busy needs a count >= 0")
     if args.compare_amp_env_only and (args.busy or args.beside_training):
         parser.error("--busy / --beside-training measure the plain mode, not --compare-amp-env-only")
+    if args.compare_reference_update and (args.busy or args.beside_training or args.compare_amp_env_only):
+        parser.error("--compare-reference-update measures the plain idle mode")
 
     overrides = [f"task={args.task}", f"num_envs={args.envs}", f"sim={args.sim}", f"device={args.device}",
                  *args.overrides]
@@ -127,7 +141,10 @@ def measure(args, overrides: list[str], load: BackgroundLoad | None) -> dict:
     env = build_env(cfg)
     agent = build_agent(cfg, env)
     sim_time = time_the_physics(env)
+    split = UpdateSplit(agent) if args.update_split or args.compare_reference_update else None
     conditions = ["idle", "loaded"] if load is not None else ["idle"]
+    if args.compare_reference_update:
+        conditions = ["reference", "idle"]  # "idle": the fast update, as in a plain run
     if load is not None:
         load.wait_ready()  # a second training: past its start-up and first epoch
         load.set_active(False)
@@ -142,10 +159,13 @@ def measure(args, overrides: list[str], load: BackgroundLoad | None) -> dict:
         env_only = {}
         for condition in conditions:
             set_condition(load, condition)
+            if condition == "reference":  # the same env: one env-only figure for both updates
+                continue
             env_only[condition] = env_only_samples_per_s(env, args.epochs * horizon)
+        env_only.setdefault("reference", env_only["idle"])
         runner.obs = env.reset()  # the env-only steps moved the worlds on
         epochs: dict[str, list[dict]] = {condition: [] for condition in conditions}
-        if adapt:
+        if adapt and not args.compare_reference_update:
             # The thread choice follows the load over a few epochs, so each condition is measured
             # as a block after the chooser has timed both counts under it (as a long run would).
             for condition in conditions:
@@ -153,12 +173,16 @@ def measure(args, overrides: list[str], load: BackgroundLoad | None) -> dict:
                 runner.thread_chooser = UpdateThreadChooser(runner.update_threads)
                 for _ in range(ADAPT_EPOCHS):
                     timed_epoch(runner, sim_time)
-                epochs[condition] = [timed_epoch(runner, sim_time) for _ in range(args.epochs)]
+                epochs[condition] = [timed_epoch(runner, sim_time, split) for _ in range(args.epochs)]
         else:
             for _ in range(args.epochs):
                 for condition in conditions:
                     set_condition(load, condition)
-                    epochs[condition].append(timed_epoch(runner, sim_time))
+                    agent.use_reference_update(condition == "reference")
+                    epochs[condition].append(timed_epoch(runner, sim_time, split))
+            agent.use_reference_update(False)
+    if split is not None:
+        split.remove()
     env.close()
     samples_per_epoch = horizon * env.num_envs
     result = {
@@ -169,6 +193,13 @@ def measure(args, overrides: list[str], load: BackgroundLoad | None) -> dict:
         "torch_threads": torch.get_num_threads(), "update_threads": runner.update_threads,
         "mujoco_threads": int(cfg.num_threads), "cpu": cpu_description(),
     }
+    if split is not None:
+        result["update_split"] = mean_split(epochs["idle"])
+    if args.compare_reference_update:
+        result["reference"] = {**summarize(epochs["reference"], samples_per_epoch, env_only["reference"]),
+                               "update_split": mean_split(epochs["reference"])}
+        result["update_speedup"] = (result["reference"]["update_split"]["wall"]["update"]
+                                    / result["update_split"]["wall"]["update"])
     if load is not None:
         loaded = summarize(epochs["loaded"], samples_per_epoch, env_only["loaded"])
         result.update({
@@ -189,6 +220,78 @@ def set_condition(load: BackgroundLoad | None, condition: str) -> None:
         load.set_active(condition == "loaded")
 
 
+class UpdateSplit:
+    """Seconds of the update's parts, wall and process CPU (all threads), measured in-run by
+    wrapping what the update calls:
+
+        forward       the loss of each minibatch (`agent._loss`), less penalty_grad
+        penalty_grad  torch.autograd.grad inside the loss (the discriminator's input gradients
+                      of its gradient penalty, built for double backward)
+        backward      torch.autograd.backward (loss.backward())
+        optimiser     optimizer.step
+        other         the rest of agent.update: rewards, GAE, batch gathers, normaliser and
+                      buffer updates, zero_grad, statistics
+
+    `take()` returns the seconds since the last `take()` and starts over; `remove()` unwraps.
+    """
+
+    PARTS = ("forward", "penalty_grad", "backward", "optimiser", "other")
+
+    def __init__(self, agent):
+        import torch
+
+        self._seconds = {"wall": {}, "cpu": {}}
+        self._undo = []
+        self._wrap(agent, "update", "update")
+        self._wrap(agent, "_loss", "loss")
+        self._wrap(agent.optimizer, "step", "optimiser")
+        self._wrap(torch.autograd, "backward", "backward")  # Tensor.backward looks it up per call
+        self._wrap(torch.autograd, "grad", "penalty_grad")
+
+    def _wrap(self, owner, name: str, part: str) -> None:
+        original = getattr(owner, name)
+        had_own = name in vars(owner)  # a module function, or an instance attribute already
+
+        def timed(*args, **kwargs):
+            wall, cpu = time.perf_counter(), time.process_time()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                for clock, start, now in (("wall", wall, time.perf_counter()), ("cpu", cpu, time.process_time())):
+                    self._seconds[clock][part] = self._seconds[clock].get(part, 0.0) + now - start
+
+        setattr(owner, name, timed)
+        self._undo.append(lambda: setattr(owner, name, original) if had_own else delattr(owner, name))
+
+    def take(self) -> dict[str, dict[str, float]]:
+        result = {}
+        for clock, seconds in self._seconds.items():
+            get = lambda part: seconds.get(part, 0.0)  # noqa: E731
+            result[clock] = {
+                "forward": get("loss") - get("penalty_grad"), "penalty_grad": get("penalty_grad"),
+                "backward": get("backward"), "optimiser": get("optimiser"),
+                "other": get("update") - get("loss") - get("backward") - get("optimiser"),
+                "update": get("update"),
+            }
+            seconds.clear()
+        return result
+
+    def remove(self) -> None:
+        for undo in reversed(self._undo):
+            undo()
+        self._undo.clear()
+
+
+def mean_split(epochs: list[dict]) -> dict:
+    """Mean seconds per epoch of each update part (wall and cpu), and each part's share of the
+    update's wall time."""
+    splits = [epoch["update_split"] for epoch in epochs]
+    mean = {clock: {part: sum(s[clock][part] for s in splits) / len(splits) for part in splits[0][clock]}
+            for clock in ("wall", "cpu")}
+    mean["wall_share"] = {part: mean["wall"][part] / mean["wall"]["update"] for part in UpdateSplit.PARTS}
+    return mean
+
+
 def time_the_physics(env) -> dict[str, float]:
     """Wrap `env.sim.step` to add its wall time to the returned dict's "s" (the physics apart
     from the rest of env.step: observations, rewards, resets)."""
@@ -204,17 +307,23 @@ def time_the_physics(env) -> dict[str, float]:
     return sim_time
 
 
-def timed_epoch(runner, sim_time: dict[str, float]) -> dict[str, float]:
-    """One epoch (rollout + update): seconds in total and per part."""
+def timed_epoch(runner, sim_time: dict[str, float], split: UpdateSplit | None = None) -> dict:
+    """One epoch (rollout + update): seconds in total and per part (with `split`: also the
+    update's parts, "update_split")."""
     sim_time["s"] = 0.0
+    if split is not None:
+        split.take()  # drop what earlier, untimed epochs left
     t0 = time.perf_counter()
     timings = runner.collect_rollout()
     t1 = time.perf_counter()
     runner.update_agent()
     t2 = time.perf_counter()
-    return {"sim": sim_time["s"], "obs_reward_reset": timings["time/sim_and_obs"] - sim_time["s"],
-            "inference": timings["time/inference"], "record": timings["time/record"], "update": t2 - t1,
-            "total": t2 - t0, "update_threads": runner.last_update_threads or 0}
+    epoch = {"sim": sim_time["s"], "obs_reward_reset": timings["time/sim_and_obs"] - sim_time["s"],
+             "inference": timings["time/inference"], "record": timings["time/record"], "update": t2 - t1,
+             "total": t2 - t0, "update_threads": runner.last_update_threads or 0}
+    if split is not None:
+        epoch["update_split"] = split.take()
+    return epoch
 
 
 def summarize(epochs: list[dict], samples_per_epoch: int, env_only: float) -> dict:
@@ -222,7 +331,7 @@ def summarize(epochs: list[dict], samples_per_epoch: int, env_only: float) -> di
     elapsed = sum(epoch["total"] for epoch in epochs)
     samples_per_s = samples_per_epoch * len(epochs) / elapsed
     share = {part: sum(epoch[part] for epoch in epochs) / elapsed for part in epochs[0]
-             if part not in ("total", "update_threads")}
+             if part not in ("total", "update_threads", "update_split")}
     return {
         "samples_per_s": samples_per_s, "env_only_samples_per_s": env_only,
         "ratio_to_env_only": samples_per_s / env_only, "seconds_per_epoch": elapsed / len(epochs),

@@ -310,7 +310,9 @@ def test_eps_greedy_mean_actions_stay_out_of_policy_losses():
     base = losses(batch)
     changed = dict(batch)
     changed["advantages"] = torch.where(mask, batch["advantages"], torch.full_like(batch["advantages"], 1e6))
-    changed["obs"] = torch.where(mask.unsqueeze(-1), batch["obs"], batch["obs"] + 50.0)
+    # per_epoch: the batch carries the observations normalised once per update ("obs_n")
+    obs_key = "obs_n" if "obs_n" in batch else "obs"
+    changed[obs_key] = torch.where(mask.unsqueeze(-1), batch[obs_key], batch[obs_key] + 50.0)
     after = losses(changed)
     for key in ("actor_loss", "bounds_loss", "diversity_loss", "clip_frac"):
         assert after[key] == pytest.approx(base[key], rel=1e-6, abs=1e-9), key

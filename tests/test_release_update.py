@@ -138,7 +138,9 @@ def test_per_epoch_obs_statistics_learn_once_after_the_update():
     fill_rollout(agent, torch.Generator().manual_seed(1))
     counts = normalize_calls(agent.obs_norm)
     agent.update()
-    assert counts == [0.0] * 4
+    # every normalisation of the update (once per update on the fast path, once per minibatch
+    # on the reference one) uses the statistics from before it
+    assert counts and set(counts) == {0.0}
     assert agent.obs_norm.count.item() == BATCH
 
 

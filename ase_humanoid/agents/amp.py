@@ -19,6 +19,9 @@ from ase_humanoid.errors import CheckpointError, ConfigError
 
 DemoFetcher = Callable[[int], torch.Tensor]
 
+# training batch entries read by the discriminator step alone, for its first amp_minibatch_size rows
+_DISC_BATCH_KEYS = ("amp_obs", "demo_idx", "replay_idx")
+
 
 class DemoKeySource(Protocol):
     """What the humanoid envs offer besides `fetch_amp_obs_demo`: its two halves, so the demo
@@ -173,6 +176,14 @@ class AMPAgent(PPOAgent):
             batch.update(self._epoch_disc_indices())
         return batch
 
+    def _minibatch(self, batch: dict[str, torch.Tensor], idx: torch.Tensor) -> dict[str, torch.Tensor]:
+        """As PPO's, but the discriminator's inputs (agent AMP observations, demo and replay rows)
+        only for the first amp_minibatch_size rows of `idx`, the only ones it reads."""
+        if self.reference_update:
+            return super()._minibatch(batch, idx)
+        disc_idx = idx[:self.config.amp_minibatch_size]
+        return {k: v[disc_idx if k in _DISC_BATCH_KEYS else idx] for k, v in batch.items()}
+
     def _epoch_disc_indices(self) -> dict[str, torch.Tensor]:
         """This epoch's demo and replay rows, `[batch_size]` indices each, drawn without
         replacement; they ride in the training batch, so every minibatch takes its own share.
@@ -218,7 +229,8 @@ class AMPAgent(PPOAgent):
         cfg = self.config
         agent, replay, demo = self._disc_batch(mb)
         demo = demo.detach().requires_grad_(True)
-        agent_logits = self.disc.logit(torch.cat([agent, replay], dim=0))
+        agent_features = self.disc.trunk(torch.cat([agent, replay], dim=0))  # [2n, units[-1]]
+        agent_logits = self.disc.logit_from_features(agent_features)
         demo_logits = self.disc.logit(demo)
         bce = discriminator_loss(agent_logits, demo_logits)
         logit_reg = self.disc.logit_weights().square().sum()
@@ -238,12 +250,15 @@ class AMPAgent(PPOAgent):
                 "disc_demo_logit": demo_logits.mean().item(),
             })
         loss = base_loss + cfg.disc_coef * disc_loss
-        extra_loss, extra_stats = self._disc_extra_loss(mb, obs_n, mu, cond, agent)
+        extra_loss, extra_stats = self._disc_extra_loss(mb, obs_n, mu, cond, agent,
+                                                        agent_features[:agent.shape[0]])
         stats.update(extra_stats)
         return loss + extra_loss, stats
 
-    def _disc_extra_loss(self, mb, obs_n, mu, cond, agent_amp_n):
-        """Further losses sharing the discriminator batch (ASE: encoder, diversity)."""
+    def _disc_extra_loss(self, mb, obs_n, mu, cond, agent_amp_n, agent_features):
+        """Further losses sharing the discriminator batch (ASE: encoder, diversity).
+        `agent_amp_n [n, amp_obs_dim]`: the normalised agent samples; `agent_features [n, units[-1]]`:
+        the discriminator trunk's outputs for them, in the graph of this step's loss."""
         return 0.0, {}
 
     def _after_update(self, stats: dict[str, float]) -> None:

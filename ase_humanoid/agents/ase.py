@@ -10,7 +10,8 @@ import torch
 from torch import nn
 from torch.nn import functional as F
 
-from ase_humanoid.agents.amp import AMPAgent, DemoFetcher, DemoKeySource, input_gradient_penalty
+from ase_humanoid.agents.amp import (AMPAgent, DemoFetcher, DemoKeySource, input_gradient_penalty,
+                                     style_reward)
 from ase_humanoid.agents.config import ASEConfig
 from ase_humanoid.agents.networks import Discriminator, LatentActor, ValueNet, sum_of_squares
 from ase_humanoid.agents.ppo import masked_mean
@@ -175,18 +176,31 @@ class ASEAgent(AMPAgent):
         return {**super()._extra_batch(), "latents": self.rollout.flat("latents")}
 
     def _learnt_rewards(self, amp_obs, stats):
-        style = super()._learnt_rewards(amp_obs, stats)
-        enc_r = self.calc_encoder_reward(amp_obs, self.rollout.flat("latents"))
+        cfg = self.config
+        with torch.no_grad():
+            amp_n = self._normalize_amp(amp_obs)
+            if self.reference_update:  # a trunk pass per head
+                logits, enc = self.disc.logit(amp_n), self.disc.encode(amp_n)
+            else:
+                logits, enc = self.disc.logit_and_encoding(amp_n)
+        disc_r = style_reward(logits, cfg.disc_reward_scale)
+        enc_r = encoder_reward(enc, self.rollout.flat("latents"), cfg.enc_reward_scale)
+        stats["disc_reward_mean"] = disc_r.mean().item()
         stats["enc_reward_mean"] = enc_r.mean().item()
-        return style + self.config.enc_reward_w * enc_r
+        return cfg.disc_reward_w * disc_r + cfg.enc_reward_w * enc_r
 
-    def _disc_extra_loss(self, mb, obs_n, mu, cond, agent_amp_n):
+    def _disc_extra_loss(self, mb, obs_n, mu, cond, agent_amp_n, agent_features):
         cfg = self.config
         stats: dict[str, float] = {}
         n = agent_amp_n.shape[0]
         z = mb["latents"][:n]
-        amp_in = agent_amp_n.detach().requires_grad_(cfg.enc_grad_penalty != 0.0)
-        enc = self.disc.encode(amp_in)
+        if cfg.enc_grad_penalty == 0.0 and not self.reference_update:
+            # the discriminator step's trunk outputs for these samples: the encoder loss's
+            # gradient reaches the trunk through them, as through a second pass of its own
+            enc = self.disc.encode_features(agent_features)
+        else:  # a trunk pass of its own (the encoder's gradient penalty needs the input's gradient)
+            amp_in = agent_amp_n.detach().requires_grad_(cfg.enc_grad_penalty != 0.0)
+            enc = self.disc.encode(amp_in)
         enc_loss = encoder_loss(enc, z)
         stats["enc_loss"] = enc_loss.item()
         if cfg.enc_grad_penalty != 0.0:

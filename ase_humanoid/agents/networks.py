@@ -117,16 +117,24 @@ class Discriminator(nn.Module):
                          if enc_dim is not None else None)
 
     def logit(self, x: torch.Tensor) -> torch.Tensor:
-        return self.logit_head(self.trunk(x)).squeeze(-1)
+        return self.logit_from_features(self.trunk(x))
 
     def encode(self, x: torch.Tensor) -> torch.Tensor:
-        if self.enc_head is None:
-            raise RuntimeError("this discriminator was built without an encoder head")
-        return F.normalize(self.enc_head(self.trunk(x)), dim=-1)
+        return self.encode_features(self.trunk(x))
 
     def logit_and_encoding(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         h = self.trunk(x)
-        return self.logit_head(h).squeeze(-1), F.normalize(self.enc_head(h), dim=-1)
+        return self.logit_from_features(h), self.encode_features(h)
+
+    def logit_from_features(self, h: torch.Tensor) -> torch.Tensor:
+        """The logit head on trunk outputs `h [n, units[-1]] -> [n]`."""
+        return self.logit_head(h).squeeze(-1)
+
+    def encode_features(self, h: torch.Tensor) -> torch.Tensor:
+        """The encoder head on trunk outputs `h [n, units[-1]] -> [n, enc_dim]`, unit rows."""
+        if self.enc_head is None:
+            raise RuntimeError("this discriminator was built without an encoder head")
+        return F.normalize(self.enc_head(h), dim=-1)
 
     def logit_weights(self) -> torch.Tensor:
         return self.logit_head.weight

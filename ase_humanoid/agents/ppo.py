@@ -99,6 +99,15 @@ def critic_loss(values: torch.Tensor, old_values: torch.Tensor, returns: torch.T
     return loss
 
 
+def fused_adam_runs_on(device_type: str) -> bool:
+    """Whether this torch has Adam's fused kernel for `device_type` (CPU: torch >= 2.4)."""
+    try:
+        from torch.utils._foreach_utils import _get_fused_kernels_supported_devices
+    except ImportError:
+        return False
+    return device_type in _get_fused_kernels_supported_devices()
+
+
 class PPOAgent:
     """PPO agent on one device.
 
@@ -134,6 +143,7 @@ class PPOAgent:
         self.model = nn.ModuleDict(self._modules_to_train()).to(self.device)
         self.optimizer = torch.optim.Adam(self.model.parameters(), lr=cfg.learning_rate,
                                           eps=cfg.adam_eps)
+        self.use_reference_update(False)
 
         self.obs_norm = RunningMeanStd(obs_dim, clip=cfg.obs_clip).to(self.device)
         self.value_norm = RunningMeanStd(1, clip=cfg.value_norm_clip).to(self.device)
@@ -146,6 +156,25 @@ class PPOAgent:
         # to all-reduce gradients across torch.distributed ranks
         self.grad_sync = None
         self._rand_action_probs = self._build_rand_action_probs()
+
+    def use_reference_update(self, reference: bool = True) -> None:
+        """Switch between the fast update (the default) and the reference one it replaced, kept
+        for tests and benchmarks; both learn the same from the same data, to float rounding
+        (tests/test_update_equivalence.py).
+
+        Fast: Adam's fused kernel on CPU (one pass over each parameter instead of about ten
+        small ops per tensor); backward computes the parameters' gradients only (not those of
+        other leaves that require grad, e.g. AMP's demo batch of the gradient penalty, which
+        nothing reads); with normalizer_update per_epoch the batch's observations are
+        normalised once per update, not once per mini-epoch. Subclasses skip further repeated
+        work (AMP: gathers only the discriminator's rows of its inputs; ASE: one discriminator
+        trunk pass for both reward heads, and the encoder loss on the discriminator step's trunk
+        outputs). Reference: torch's plain Adam, a full backward, each pass on its own.
+        """
+        self.reference_update = reference
+        fused = not reference and self.device.type == "cpu" and fused_adam_runs_on("cpu")
+        for group in self.optimizer.param_groups:  # read by every step, so a switch applies at once
+            group["fused"] = True if fused else None
 
     # ----------------------------------------------------------------- construction hooks
     def _build_networks(self) -> None:
@@ -321,15 +350,16 @@ class PPOAgent:
         sums: dict[str, float] = {}
         num_steps = 0
         num_mb = self.batch_size // cfg.minibatch_size
+        params = [p for p in self.model.parameters() if p.requires_grad]
         self.model.train()
         for _ in range(cfg.mini_epochs):
             perm = torch.randperm(self.batch_size, generator=self.rng, device=self.device)
             for i in range(num_mb):
                 idx = perm[i * cfg.minibatch_size:(i + 1) * cfg.minibatch_size]
-                mb = {k: v[idx] for k, v in batch.items()}
+                mb = self._minibatch(batch, idx)
                 loss, mb_stats = self._loss(mb)
                 self.optimizer.zero_grad(set_to_none=True)
-                loss.backward()
+                loss.backward(inputs=None if self.reference_update else params)
                 if self.grad_sync is not None:
                     self.grad_sync(self.model.parameters())
                 if cfg.truncate_grads:
@@ -376,11 +406,19 @@ class PPOAgent:
         batch = {"obs": self.rollout.flat("obs"), "actions": self.rollout.flat("actions"),
                  "old_log_prob": self.rollout.flat("log_prob"), "old_values": values,
                  "returns": returns, "advantages": advantages, "sampled": sampled}
+        if cfg.normalizer_update == "per_epoch" and not self.reference_update:
+            # the statistics stay fixed until the update ends: normalise every sample once here
+            # rather than in each of the mini-epochs' minibatches
+            batch["obs_n"] = self._normalize_obs(batch.pop("obs"))
         batch.update(self._extra_batch())
         return batch
 
     def _extra_batch(self) -> dict[str, torch.Tensor]:
         return {}
+
+    def _minibatch(self, batch: dict[str, torch.Tensor], idx: torch.Tensor) -> dict[str, torch.Tensor]:
+        """The rows `idx [m]` of every training batch tensor."""
+        return {k: v[idx] for k, v in batch.items()}
 
     def _loss(self, mb: dict[str, torch.Tensor]) -> tuple[torch.Tensor, dict[str, float]]:
         """PPO loss of one minibatch and its statistics. Actor, entropy and bounds terms average
@@ -388,7 +426,7 @@ class PPOAgent:
         cfg = self.config
         sampled = mb["sampled"]
         cond = self._batch_conditioning(mb)
-        obs_n = self._normalize_training_obs(mb["obs"])
+        obs_n = mb["obs_n"] if "obs_n" in mb else self._normalize_training_obs(mb["obs"])
         mu = self._policy_mu(obs_n, cond)
         log_std = self.log_std.expand_as(mu)
         log_prob = gaussian_log_prob(mb["actions"], mu, log_std)
@@ -465,7 +503,8 @@ class PPOAgent:
             raise CheckpointError(f"checkpoint dims {state['dims']} do not match this agent's {dims}; "
                                   "resuming needs the same num_envs")
         self.load_policy_state_dict(state)
-        self.optimizer.load_state_dict(state["optimizer"])
+        self.optimizer.load_state_dict(state["optimizer"])  # its param groups carry their own "fused"
+        self.use_reference_update(self.reference_update)
         self.epoch, self.env_steps = state["epoch"], state["env_steps"]
         self.rng.set_state(state["rng"].cpu())
         self.rollout.step = state["rollout_step"]
