@@ -125,3 +125,9 @@ def test_random_high_level_policy_baseline(shipped):
     actions = policy.act(torch.zeros(500, 3))["actions"]
     assert actions.shape == (500, 64) and actions.min() >= -1.0 and actions.max() <= 1.0
     assert abs(float(actions.mean())) < 0.05  # uniform around 0: no preferred skill
+
+
+def test_card_counts_a_high_level_policy_in_decisions_and_control_steps():
+    assert ship_model.sample_count({"algo": "ASEAgent", "config": {}}, 4096) == "4,096 control steps"
+    hrl = {"algo": "HRLAgent", "config": {"llc_steps": 5}}
+    assert ship_model.sample_count(hrl, 4096) == "4,096 high-level samples (20,480 control steps)"

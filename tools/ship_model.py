@@ -30,6 +30,15 @@ DATA_TERMS = ("Motion data: CMU Graphics Lab Motion Capture Database (mocap.cs.c
               "converted. The weights are released under the project's Apache-2.0 licence.")
 
 
+def sample_count(agent: dict, samples: int) -> str:
+    """`samples` (the run's global step) in words: control steps, or for a high-level policy
+    its decisions and the control steps they span (llc_steps each)."""
+    if agent.get("algo") == "HRLAgent":
+        llc_steps = int(agent["config"].get("llc_steps", 1))
+        return f"{samples:,} high-level samples ({samples * llc_steps:,} control steps)"
+    return f"{samples:,} control steps"
+
+
 def model_card(name: str, state: dict, args: argparse.Namespace, metrics: dict, check: dict) -> str:
     config = state.get("config") or {}
     agent = state["agent"]
@@ -52,7 +61,7 @@ def model_card(name: str, state: dict, args: argparse.Namespace, metrics: dict, 
 | networks | {', '.join(f'{k}={v}' for k, v in sorted(units.items()))} |
 | motion data | `{motion}` (the dataset's clips and their sources: motions/ATTRIBUTION.md) |
 | trained with | `{args.command}` |
-| epochs / samples | {state.get('epoch')} / {samples:,} control steps |
+| epochs / samples | {state.get('epoch')} / {sample_count(agent, samples)} |
 | training time | {args.hours} h on {args.machine} |
 
 {args.notes}
