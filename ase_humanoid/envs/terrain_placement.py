@@ -23,7 +23,7 @@ def terrain_placement(root_pos: torch.Tensor, body_pos: torch.Tensor, origins: t
                       ground) -> tuple[torch.Tensor, torch.Tensor]:
     """Where reset states with root_pos `[n, 3]` and body_pos `[n, B, 3]` (made for the plane)
     go on the terrain, from one ground lookup (footprints and moved roots together):
-    offsets `[n, 3]`: xy to the spawn points `origins [n, 3]`, z up by the highest ground under
+    offsets `[n, 3]`: xy to the spawn points `origins [n, >= 2]` (their xy), z up by the highest ground under
     the bodies (each body and `FOOTPRINT_RADIUS` around it); correction `[n]`: what to add to the
     root-height observation of a moved state, the lift minus the ground under the moved root."""
     n, num_bodies = body_pos.shape[:2]

@@ -9,7 +9,7 @@ episode ends only at `max_episode_length`.
 
 On terrain each env's clip plays from its tile's spawn point: the clip's path is shifted in xy as
 the reset shifted its first frame, and every frame is lifted by the highest ground under its
-bodies (`terrain_placement.highest_ground`), so the flat-ground clip walks over the surface
+bodies (`terrain_placement.terrain_placement`, as a reset), so the flat-ground clip walks over the surface
 instead of through it.
 """
 
@@ -63,16 +63,13 @@ class HumanoidViewMotion(Humanoid):
                                               body_states=on_terrain)
         root_pos = ms.root_pos
         if on_terrain:
-            root_pos = root_pos + self.terrain_offsets(ms.body_pos)
+            # the reset's placement, frame by frame: shifted by the episode's xy shift, lifted onto
+            # the highest ground under the bodies
+            spawn_xy = root_pos[:, :2] + self.playback_shift_xy
+            offsets, _ = terrain_fn.terrain_placement(root_pos, ms.body_pos, spawn_xy, self.ground)  # [N, 3]
+            root_pos = root_pos + offsets
         self.sim.set_robot_state(torch.arange(self.num_envs, device=self.device), root_pos,
                                  ms.root_rot, ms.root_lin_vel, ms.root_ang_vel, ms.dof_pos, ms.dof_vel)
-
-    def terrain_offsets(self, body_pos: torch.Tensor) -> torch.Tensor:
-        """`[N, 3]`: each env's playback shift in xy and the lift that puts the clip's bodies
-        (`body_pos [N, B, 3]`, on the plane) on the highest ground under them."""
-        shifted_xy = body_pos[..., :2] + self.playback_shift_xy.unsqueeze(1)
-        lift = terrain_fn.highest_ground(self.ground, shifted_xy, terrain_fn.FOOTPRINT_RADIUS).amax(dim=1)
-        return torch.cat([self.playback_shift_xy, lift.unsqueeze(-1)], dim=-1)
 
     def reset_envs(self, env_ids: torch.Tensor) -> ResetPlan:
         if self.terrain is not None and len(env_ids):
