@@ -437,11 +437,17 @@ and key-body distance (cm), at least this many clips covered, locomotion clips (
 LOCOMOTION_WORDS = ("walk", "run")
 
 
+def covered_and_locomotion_clips(report: dict) -> tuple[set[str], list[str]]:
+    """The clips that are some latent's skill, and the dataset's locomotion clips."""
+    covered = {name for name, count in report["clip_counts"].items() if count > 0}
+    locomotion = [name for name in report["clip_counts"] if any(w in name for w in LOCOMOTION_WORDS)]
+    return covered, locomotion
+
+
 def usability(report: dict) -> dict[str, bool]:
     """Which of `USABLE_TARGETS` (and the locomotion requirement) `report` meets."""
     t = USABLE_TARGETS
-    covered = [name for name, count in report["clip_counts"].items() if count > 0]
-    locomotion = [name for name in report["clip_counts"] if any(w in name for w in LOCOMOTION_WORDS)]
+    covered, locomotion = covered_and_locomotion_clips(report)
     error, getup = report["key_body_error_cm"], report["getup"]["success_rate"]
     return {
         "fall_rate": report["fall_rate"] <= t["fall_rate"],
@@ -455,8 +461,7 @@ def usability(report: dict) -> dict[str, bool]:
 def format_usability(report: dict) -> str:
     """One line per target: measured, target, met or not; then the verdict."""
     met, t = usability(report), USABLE_TARGETS
-    covered = {name for name, count in report["clip_counts"].items() if count > 0}
-    locomotion = [name for name in report["clip_counts"] if any(w in name for w in LOCOMOTION_WORDS)]
+    covered, locomotion = covered_and_locomotion_clips(report)
     getup = report["getup"]["success_rate"]
     error = report["key_body_error_cm"]
     rows = [
