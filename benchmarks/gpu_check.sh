@@ -39,6 +39,11 @@ DEADLINE=$((START + BUDGET_S))
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/gpu_check.XXXXXX")"
 mkdir -p "$OUT_DIR"
 export PYTHONUNBUFFERED=1 MUJOCO_GL="${MUJOCO_GL:-egl}"
+# No stage renders; a machine without libEGL (the lent H200 had none) cannot even import mujoco
+# with MUJOCO_GL=egl, so fall back to no rendering backend there.
+if ! MUJOCO_GL="$MUJOCO_GL" "$PY" -c "import mujoco" >/dev/null 2>&1 && MUJOCO_GL=disable "$PY" -c "import mujoco" >/dev/null 2>&1; then
+    export MUJOCO_GL=disable
+fi
 
 if [ -d .whl ] && compgen -G ".whl/*.whl" >/dev/null; then
     "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \

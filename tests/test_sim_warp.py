@@ -114,6 +114,13 @@ def test_make_backend_builds_the_same_scene_on_warp_cpu(warp_sim, robot):
     assert state.body_pos.shape == (4, robot.num_bodies, 3)
     assert state.contact_forces.shape == (4, robot.num_bodies, 3)
     assert state.dof_pos.dtype == torch.float32
+    # Same solver limits as native MuJoCo, which stops at them silently; capacity overflows still warn.
+    import mujoco_warp as mjw
+
+    assert warp_sim.mj_model.opt.ls_iterations == cpu.mj_model.opt.ls_iterations
+    warn = warp_sim._m.opt.warn_overflow
+    assert not warn & (mjw.OverflowType.ITERATIONS | mjw.OverflowType.LS_ITERATIONS)
+    assert warn & mjw.OverflowType.NEFC and warn & mjw.OverflowType.NARROWPHASE
     cpu.close()
 
 

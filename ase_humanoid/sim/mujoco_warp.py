@@ -170,6 +170,13 @@ class MujocoWarpBackend(SimBackend):
         mujoco.mj_forward(self.mj_model, default)
         with wp.ScopedDevice(self._wp_device):
             self._m = mjw.put_model(warp_model)
+            # The MJCF caps the solver at 20 iterations and 10 linesearch steps, for speed; native
+            # MuJoCo stops there silently, MuJoCo Warp prints a line from the kernel each time (a
+            # few per epoch at 4096 worlds on a GPU). Capacity overflows (contacts, constraints)
+            # still print: those lose physics.
+            self._m.opt.warn_overflow &= ~int(
+                mjw.OverflowType.ITERATIONS | mjw.OverflowType.LS_ITERATIONS
+            )
             self._d = mjw.put_data(
                 warp_model, default, nworld=self.num_envs, nconmax=nconmax, njmax=njmax
             )
