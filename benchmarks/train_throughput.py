@@ -30,6 +30,15 @@ which learn the same (tests/test_update_equivalence.py); adds `reference` (the s
 the reference update) and `update_speedup`. Best with `--update-threads N`, so that both paths
 run on the same thread count.
 
+`--from-weights CKPT`: the agent starts from a checkpoint's networks and normalisers (a run's
+latest.pt or a shipped model of the same task and sizes) instead of fresh ones: what a long run
+times. `--compare-denormals` (with it): the same measurement in child processes with denormal
+floats kept (`ASE_HUMANOID_KEEP_DENORMALS=1`) and flushed (the default, utils/denormals.py),
+alternating `--rounds` times; adds `denormals` with both medians and `flush_speedup`.
+
+    python benchmarks/train_throughput.py --envs 128 --from-weights pretrained/ase_llc_amp_humanoid.pt \
+        --compare-denormals --rounds 2 --json
+
 `--compare-amp-env-only` (hierarchical tasks): control steps per second of hierarchical training
 (rollout + update; one high-level sample is `llc_steps` control steps) against plain HumanoidAMP
 env-only stepping with the same number of envs (the target) and the hierarchical env's own
@@ -89,7 +98,12 @@ def main(argv=None) -> int:
                         help="alternate timed epochs between the reference and the fast update")
     parser.add_argument("--compare-amp-env-only", action="store_true",
                         help="hierarchical task: training control steps/s against HumanoidAMP env-only")
-    parser.add_argument("--rounds", type=int, default=5, help="--compare-amp-env-only: interleaved rounds")
+    parser.add_argument("--rounds", type=int, default=5,
+                        help="--compare-amp-env-only / --compare-denormals: interleaved rounds")
+    parser.add_argument("--from-weights", metavar="CKPT", default=None,
+                        help="start from a checkpoint's networks and normalisers (a trained agent)")
+    parser.add_argument("--compare-denormals", action="store_true",
+                        help="denormals kept against flushed, in alternating child processes")
     parser.add_argument("overrides", nargs="*", help="extra train.py overrides, e.g. train.params.mini_epochs=2")
     args = parser.parse_args(argv)
     if args.busy < 0:
@@ -98,6 +112,11 @@ def main(argv=None) -> int:
         parser.error("--busy / --beside-training measure the plain mode, not --compare-amp-env-only")
     if args.compare_reference_update and (args.busy or args.beside_training or args.compare_amp_env_only):
         parser.error("--compare-reference-update measures the plain idle mode")
+    if args.compare_denormals and (args.busy or args.beside_training or args.compare_amp_env_only
+                                   or args.compare_reference_update):
+        parser.error("--compare-denormals measures the plain idle mode")
+    if args.compare_denormals:
+        return compare_denormals(args, argv if argv is not None else sys.argv[1:])
 
     overrides = [f"task={args.task}", f"num_envs={args.envs}", f"sim={args.sim}", f"device={args.device}",
                  *args.overrides]
@@ -140,6 +159,10 @@ def measure(args, overrides: list[str], load: BackgroundLoad | None) -> dict:
     torch.set_num_threads(args.torch_threads or int(cfg.torch_threads))
     env = build_env(cfg)
     agent = build_agent(cfg, env)
+    if args.from_weights:
+        from ase_humanoid.utils.checkpoint import load_checkpoint
+
+        agent.load_policy_state_dict(load_checkpoint(args.from_weights)["agent"])
     sim_time = time_the_physics(env)
     split = UpdateSplit(agent) if args.update_split or args.compare_reference_update else None
     conditions = ["idle", "loaded"] if load is not None else ["idle"]
@@ -339,6 +362,43 @@ def summarize(epochs: list[dict], samples_per_epoch: int, env_only: float) -> di
         "per_epoch_samples_per_s": [samples_per_epoch / epoch["total"] for epoch in epochs],
         "per_epoch_update_threads": [int(epoch["update_threads"]) for epoch in epochs],
     }
+
+
+def compare_denormals(args, argv: list[str]) -> int:
+    """This benchmark without --compare-denormals in child processes, denormals kept and flushed
+    in alternating rounds (the flag is fixed per thread when the thread starts, so one process
+    cannot measure both); prints medians of samples/s and update seconds per epoch."""
+    import statistics
+    import subprocess
+
+    child_argv = [a for a in argv if a not in ("--compare-denormals", "--json")] + ["--json"]
+    runs: dict[str, list[dict]] = {"kept": [], "flushed": []}
+    for _ in range(max(args.rounds, 1)):
+        for condition in runs:
+            env = {k: v for k, v in os.environ.items() if k != "ASE_HUMANOID_KEEP_DENORMALS"}
+            if condition == "kept":
+                env["ASE_HUMANOID_KEEP_DENORMALS"] = "1"
+            out = subprocess.run([sys.executable, __file__, *child_argv], env=env, check=True,
+                                 capture_output=True, text=True).stdout
+            runs[condition].append(json.loads(out.strip().splitlines()[-1]))
+
+    def medians(results: list[dict]) -> dict:
+        return {"samples_per_s": statistics.median(r["samples_per_s"] for r in results),
+                "update_s_per_epoch": statistics.median(r["seconds_per_epoch"] * r["update_share"]
+                                                        for r in results),
+                "update_share": statistics.median(r["update_share"] for r in results),
+                "ratio_to_env_only": statistics.median(r["ratio_to_env_only"] for r in results),
+                "per_round_samples_per_s": [r["samples_per_s"] for r in results]}
+
+    kept, flushed = medians(runs["kept"]), medians(runs["flushed"])
+    first = runs["flushed"][0]
+    result = {key: first[key] for key in ("task", "algo", "envs", "sim", "device", "epochs", "profile", "cpu")}
+    result.update({"from_weights": args.from_weights, "rounds": args.rounds,
+                   "denormals": {"kept": kept, "flushed": flushed},
+                   "flush_speedup": flushed["samples_per_s"] / kept["samples_per_s"],
+                   "update_speedup": kept["update_s_per_epoch"] / flushed["update_s_per_epoch"]})
+    print(json.dumps(result) if args.json else json.dumps(result, indent=2))
+    return 0
 
 
 def cpu_description() -> dict:
