@@ -20,7 +20,8 @@
 # Needs a CUDA torch and the project's dependencies with the 'gpu' extra (mujoco, mujoco-warp,
 # warp-lang, hydra-core, omegaconf, gymnasium, tensorboard, matplotlib, ufbx). Where they are not
 # installed, wheels in ./.whl are installed into /tmp/site first (for the lent H200 machine, which
-# has no network; note that warp-lang's wheel alone exceeds one device call's 64 MiB transfer).
+# has no network; note that warp-lang's wheel alone exceeds one device call's 64 MiB transfer:
+# benchmarks/gpu_site_bundle.sh packs everything into xz'd chunks carried over several calls).
 # PYTHON selects the interpreter (default python3). No part of this runs in CI. For a smoke run of
 # the script itself without a GPU: GPU_CHECK_DEVICE=cpu GPU_CHECK_SIZES=4 GPU_CHECK_ENVS=4
 # AMP_MINUTES=0.5 benchmarks/gpu_check.sh /tmp/gpu_check_smoke (warp's CPU device, slow).
@@ -39,16 +40,17 @@ DEADLINE=$((START + BUDGET_S))
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/gpu_check.XXXXXX")"
 mkdir -p "$OUT_DIR"
 export PYTHONUNBUFFERED=1 MUJOCO_GL="${MUJOCO_GL:-egl}"
-# No stage renders; a machine without libEGL (the lent H200 had none) cannot even import mujoco
-# with MUJOCO_GL=egl, so fall back to no rendering backend there.
-if ! MUJOCO_GL="$MUJOCO_GL" "$PY" -c "import mujoco" >/dev/null 2>&1 && MUJOCO_GL=disable "$PY" -c "import mujoco" >/dev/null 2>&1; then
-    export MUJOCO_GL=disable
-fi
 
 if [ -d .whl ] && compgen -G ".whl/*.whl" >/dev/null; then
     "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
         --target /tmp/site .whl/*.whl >"$WORK/wheels.log" 2>&1 || echo "wheel install failed" >>"$WORK/wheels.log"
     export PYTHONPATH="/tmp/site${PYTHONPATH:+:$PYTHONPATH}"
+fi
+
+# No stage renders; a machine without libEGL (the lent H200 had none) cannot even import mujoco
+# with MUJOCO_GL=egl, so fall back to no rendering backend there.
+if ! MUJOCO_GL="$MUJOCO_GL" "$PY" -c "import mujoco" >/dev/null 2>&1 && MUJOCO_GL=disable "$PY" -c "import mujoco" >/dev/null 2>&1; then
+    export MUJOCO_GL=disable
 fi
 
 STAGES=()
