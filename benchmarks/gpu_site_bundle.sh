@@ -11,10 +11,12 @@
 #   run(carry=[".gs1"], command="mkdir -p /tmp/ch && mv .gs1/* /tmp/ch/")          # and .gs2, ...
 #   run(carry=[".gsN"], command="mv .gsN/* /tmp/ch/ && mkdir -p /tmp/site && cat /tmp/ch/* | xz -dc -T0 |
 #       tar -C /tmp/site -xf - && PYTHONPATH=/tmp/site benchmarks/gpu_check.sh $OUT")
-# (2026-12-04: three calls, about 1 minute of device time for the transfers.)
+# (2026-12-04: three calls with a 27 MB work tree, about 1 minute of device time for the transfers.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-CHUNK_BYTES="${CHUNK_BYTES:-39000000}"  # 64 MiB minus the work tree (about 27 MB)
+# Each call carries the work tree too: a chunk gets 64 MiB minus the tracked files and 2 MB spare.
+tree_bytes=$(git ls-files -z | xargs -0 du -cb | tail -1 | cut -f1)
+CHUNK_BYTES="${CHUNK_BYTES:-$((67108864 - tree_bytes - 2000000))}"
 WHEELS="$(mktemp -d)"
 SITE="$(mktemp -d)"
 trap 'rm -rf "$WHEELS" "$SITE"' EXIT
