@@ -371,13 +371,15 @@ def compare_denormals(args, argv: list[str]) -> int:
     import statistics
     import subprocess
 
+    from ase_humanoid.utils.denormals import KEEP_ENV_VAR
+
     child_argv = [a for a in argv if a not in ("--compare-denormals", "--json")] + ["--json"]
     runs: dict[str, list[dict]] = {"kept": [], "flushed": []}
     for _ in range(max(args.rounds, 1)):
         for condition in runs:
-            env = {k: v for k, v in os.environ.items() if k != "ASE_HUMANOID_KEEP_DENORMALS"}
+            env = {k: v for k, v in os.environ.items() if k != KEEP_ENV_VAR}
             if condition == "kept":
-                env["ASE_HUMANOID_KEEP_DENORMALS"] = "1"
+                env[KEEP_ENV_VAR] = "1"
             out = subprocess.run([sys.executable, __file__, *child_argv], env=env, check=True,
                                  capture_output=True, text=True).stdout
             runs[condition].append(json.loads(out.strip().splitlines()[-1]))

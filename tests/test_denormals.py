@@ -12,6 +12,7 @@ import subprocess
 import sys
 
 from ase_humanoid import PROJECT_ROOT
+from ase_humanoid.utils.denormals import KEEP_ENV_VAR
 
 PROBE = """
 import torch
@@ -23,11 +24,17 @@ print(single, denormals_flushed_on_all_threads())
 """
 
 
-def run_probe(**extra_env: str) -> tuple[float, bool]:
-    env = {k: v for k, v in os.environ.items() if k != "ASE_HUMANOID_KEEP_DENORMALS"}
+def run_python(code: str, **extra_env: str) -> list[str]:
+    """Run `code` in a fresh interpreter (denormals kept only if `extra_env` says so); its
+    printed words."""
+    env = {k: v for k, v in os.environ.items() if k != KEEP_ENV_VAR}
     env.update(extra_env)
-    out = subprocess.run([sys.executable, "-c", PROBE], env=env, cwd=PROJECT_ROOT, check=True,
-                         capture_output=True, text=True, timeout=120).stdout.split()
+    return subprocess.run([sys.executable, "-c", code], env=env, cwd=PROJECT_ROOT, check=True,
+                          capture_output=True, text=True, timeout=120).stdout.split()
+
+
+def run_probe(**extra_env: str) -> tuple[float, bool]:
+    out = run_python(PROBE, **extra_env)
     return float(out[-2]), out[-1] == "True"
 
 
@@ -38,7 +45,7 @@ def test_import_flushes_denormals_on_all_threads():
 
 
 def test_env_var_keeps_denormals():
-    single, all_threads = run_probe(ASE_HUMANOID_KEEP_DENORMALS="1")
+    single, all_threads = run_probe(**{KEEP_ENV_VAR: "1"})
     assert single > 0.0
     assert not all_threads
 
@@ -54,7 +61,5 @@ torch.set_flush_denormal(True)      # the calling thread only
 from ase_humanoid.utils.denormals import denormals_flushed_on_all_threads
 print(denormals_flushed_on_all_threads())
 """
-    env = {**os.environ, "ASE_HUMANOID_KEEP_DENORMALS": "1"}  # the import must not matter here
-    out = subprocess.run([sys.executable, "-c", code], env=env, cwd=PROJECT_ROOT, check=True,
-                         capture_output=True, text=True, timeout=120).stdout.split()
+    out = run_python(code, **{KEEP_ENV_VAR: "1"})  # the import must not matter here
     assert out[-1] == "False"
