@@ -27,6 +27,12 @@ def init_from_env(device: str) -> tuple[int, int]:
     if world_size <= 1:
         return 0, 1
     if not dist.is_initialized():
+        # torch.distributed.nn.functional binds `group=group.WORLD` as default arguments when it
+        # is first imported; after init that is the default group, which then outlives
+        # destroy_process_group with its gloo worker threads, and a worker freeing a tensor
+        # while the interpreter exits aborts the process ("terminate called without an active
+        # exception"). torch.optim imports it lazily (via torch._dynamo), so import it first.
+        import torch.distributed.nn  # noqa: F401
         backend = "nccl" if device.startswith("cuda") else "gloo"
         if backend == "nccl":
             torch.cuda.set_device(local_rank())
