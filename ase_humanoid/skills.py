@@ -13,6 +13,9 @@ with the motion data and with each other:
 * spread across latents of mean horizontal root speed (m/s), turning rate |d heading / dt|
   (rad/s, over 0.5 s windows) and root height (m): a controller whose latents all do the same
   thing has ~0 spread.
+* speed by skill: for each clip, its own mean horizontal root speed in the data next to the
+  mean and fastest root speed of the latents whose skill it is (a "walk" latent that steps in
+  place at 0.2 m/s matches the walk clip's poses, not its 1.5 m/s).
 * enc . z: the agent's encoder on the rollout's AMP observations against the latent that
   acted (as in training); 1 = the latent can be read back from the motion, ~0 = it cannot.
 * getup: episodes started from the env's fall pool (fallen states at rest), early termination
@@ -128,6 +131,30 @@ def spread(values: torch.Tensor) -> dict[str, float]:
         return {"mean": math.nan, "std": math.nan, "min": math.nan, "max": math.nan}
     return {"mean": float(values.mean()), "std": float(values.std(unbiased=False)),
             "min": float(values.min()), "max": float(values.max())}
+
+
+def clip_root_speeds(root_lin_vel: torch.Tensor, num_frames: torch.Tensor) -> torch.Tensor:
+    """Mean horizontal root speed `[M]` (m/s) of each clip from the packed per-frame root
+    velocities `[F, 3]` of M clips of `num_frames [M]` frames each (MotionLib's layout)."""
+    clip_of_frame = torch.repeat_interleave(torch.arange(len(num_frames), device=num_frames.device), num_frames)
+    speed = root_lin_vel[:, :2].double().norm(dim=-1)  # [F]
+    total = torch.zeros(len(num_frames), dtype=torch.float64, device=speed.device).index_add_(0, clip_of_frame, speed)
+    return total / num_frames.double()
+
+
+def speed_by_skill(latent_speed: torch.Tensor, skills: torch.Tensor, clip_speed: torch.Tensor,
+                   clip_names: list[str]) -> dict[str, dict]:
+    """Per clip: `clip_m_s` (the clip's own mean root speed), `latents` (how many latents have it
+    as their skill) and, when any, the `mean_m_s` and `max_m_s` of those latents' mean root
+    speeds. latent_speed `[K]` (NaN: no steps), skills `[K]` clip ids, clip_speed `[M]`."""
+    out = {}
+    for clip, name in enumerate(clip_names):
+        speeds = latent_speed[(skills == clip) & torch.isfinite(latent_speed)].double()
+        entry = {"clip_m_s": float(clip_speed[clip]), "latents": int((skills == clip).sum())}
+        if speeds.numel():
+            entry.update(mean_m_s=float(speeds.mean()), max_m_s=float(speeds.max()))
+        out[name] = entry
+    return out
 
 
 def short_clip_names(names: list[str]) -> list[str]:
@@ -326,7 +353,8 @@ def measure_skills(env, agent, getup_env, options: SkillOptions) -> dict:
     record = min(options.video_tiles, options.num_latents) if options.video else 0
     rollouts = roll_out_latents(env, agent, latents, options.steps, quality, record)
     getup = measure_getup(getup_env, agent, latents, options.getup_episodes, options.getup_steps)
-    report = build_report(rollouts, getup, quality.clip_names, options, env.dt)
+    clip_speed = clip_root_speeds(env.motion_lib.root_lin_vel, env.motion_lib.motion_num_frames)
+    report = build_report(rollouts, getup, quality.clip_names, options, env.dt, clip_speed)
     if options.video:
         report["video"] = str(write_grid_video(options.video, env.mj_model, rollouts, report, env.dt))
     if options.paths:
@@ -345,9 +373,9 @@ def _plain(values: torch.Tensor) -> list:
 
 
 def build_report(rollouts: LatentRollouts, getup: GetupResult, clip_names: list[str],
-                 options: SkillOptions, dt: float) -> dict:
+                 options: SkillOptions, dt: float, clip_speed: torch.Tensor) -> dict:
     """Numbers of the report from the measurements (see the module docstring); per-latent lists
-    under `per_latent`, in latent order."""
+    under `per_latent`, in latent order. `clip_speed [M]`: each clip's mean root speed (m/s)."""
     used = rollouts.steps_used
     skills = majority_clips(rollouts.clip_counts)  # [K]
     coverage, counts = clip_coverage(skills, len(clip_names))
@@ -368,6 +396,7 @@ def build_report(rollouts: LatentRollouts, getup: GetupResult, clip_names: list[
         "num_clips": len(clip_names),
         "clip_counts": dict(zip(clip_names, counts.tolist())),
         "root_speed": spread(speed),
+        "speed_by_skill": speed_by_skill(speed, skills, clip_speed, clip_names),
         "turn_rate": spread(turn),
         "root_height": spread(height),
         "enc_z": float(rollouts.enc_z_sum.sum()) / total_used if total_used else None,
@@ -423,6 +452,9 @@ def format_summary(report: dict) -> str:
         f"  clip coverage: {report['clip_coverage']} of {report['num_clips']} clips are a latent's skill ({clips})",
         f"  across latents: root speed {ranged('root_speed', 'm/s')}; turning {ranged('turn_rate', 'rad/s')}; "
         f"root height {ranged('root_height', 'm')}",
+        "  root speed by skill, latents (clip): " + "; ".join(
+            f"{short[name]} {entry['mean_m_s']:.2f} up to {entry['max_m_s']:.2f} m/s ({entry['clip_m_s']:.2f})"
+            for name, entry in report["speed_by_skill"].items() if entry["latents"]),
         f"  encoder: enc(amp_obs) . z = {enc_z:.3f} (1: latent recoverable from the motion, 0: not)"
         if enc_z is not None else "  encoder: no steps measured",
         f"  {getup_line}",

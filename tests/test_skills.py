@@ -18,11 +18,13 @@ from ase_humanoid.motion.motion_lib import MotionLib
 from ase_humanoid.robots.description import load_robot
 from ase_humanoid.skills import (
     USABLE_TARGETS,
+    clip_root_speeds,
     format_usability,
     heading_change,
     is_standing,
     mean_turning_rate,
     short_clip_names,
+    speed_by_skill,
     spread,
     standing_thresholds,
     tile_grid,
@@ -113,6 +115,31 @@ def test_spread_and_tile_grid():
     assert grid[0, 0, 0] == 1 and grid[0, 8, 0] == 3 and grid[3, 4, 0] == 5 and grid[3, 8, 0] == 0
 
 
+def test_clip_speeds_match_the_clips_root_paths():
+    lib = MotionLib(SIX_CLIPS, load_robot("amp_humanoid"))
+    speeds = clip_root_speeds(lib.root_lin_vel, lib.motion_num_frames)
+    assert speeds.shape == (6,)
+    for clip, name in enumerate(lib.motion_names):
+        if float(lib.motion_fps[clip]) < 30:  # the 16-fps backflip: its stored velocities are smoothed
+            continue
+        start, n = int(lib.motion_start[clip]), int(lib.motion_num_frames[clip])
+        path = lib.root_pos[start:start + n, :2].double()
+        path_speed = float((path[1:] - path[:-1]).norm(dim=-1).sum()) / float(lib.motion_lengths[clip])
+        assert float(speeds[clip]) == pytest.approx(path_speed, rel=0.05), name
+    by_name = dict(zip(lib.motion_names, speeds.tolist()))
+    assert 1.3 < by_name["amp_humanoid_walk"] < 1.7 and by_name["amp_humanoid_run"] > 3.0
+
+
+def test_speed_by_skill_groups_latents_under_their_clip():
+    nan = float("nan")
+    latent_speed = torch.tensor([0.2, 0.4, nan, 1.0])
+    skills = torch.tensor([0, 0, 0, 2])
+    out = speed_by_skill(latent_speed, skills, torch.tensor([1.5, 3.4, 0.5]), ["walk", "run", "hop"])
+    assert out["walk"] == {"clip_m_s": 1.5, "latents": 3, "mean_m_s": pytest.approx(0.3), "max_m_s": pytest.approx(0.4)}
+    assert out["run"] == {"clip_m_s": pytest.approx(3.4), "latents": 0}
+    assert out["hop"]["latents"] == 1 and out["hop"]["max_m_s"] == 1.0
+
+
 def _report(fall_rate=0.05, error=9.0, counts=(2, 1, 3, 10, 0, 0), getup=0.8) -> dict:
     names = ["amp_humanoid_walk", "amp_humanoid_run", "amp_humanoid_dance", "amp_humanoid_hop",
              "amp_humanoid_backflip", "amp_humanoid_cartwheel"]
@@ -201,6 +228,10 @@ def test_command_reports_json_and_writes_video_and_paths(untrained_ase_checkpoin
                 "fall_time_s"):
         assert len(per_latent[key]) == 4, key
     assert set(per_latent["skill"]) <= set(report["clip_counts"])
+    by_skill = report["speed_by_skill"]
+    assert list(by_skill) == list(report["clip_counts"])
+    assert [e["latents"] for e in by_skill.values()] == list(report["clip_counts"].values())
+    assert by_skill["amp_humanoid_run"]["clip_m_s"] > by_skill["amp_humanoid_walk"]["clip_m_s"] > 1.0
     assert report["fall_rate"] == sum(per_latent["fell"]) / 4
     frames = iio.imread(video)
     assert frames.shape == (16, 2 * 120, 2 * 160, 3)  # 2x2 tiles of 160x120; 31 states, every 2nd
