@@ -1,0 +1,59 @@
+"""benchmarks/disc_slow_motion.py: slowed demo windows and the command on the shipped controller."""
+
+import importlib.util
+import json
+
+import pytest
+import torch
+
+from ase_humanoid import PROJECT_ROOT
+from ase_humanoid.builders import build_env
+from ase_humanoid.config import compose_config
+
+SHIPPED_CONTROLLER = PROJECT_ROOT / "pretrained" / "ase_llc_amp_humanoid.pt"
+
+
+def _command():
+    spec = importlib.util.spec_from_file_location("disc_slow_motion", PROJECT_ROOT / "benchmarks" / "disc_slow_motion.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def env():
+    env = build_env(compose_config(["task=HumanoidASE", "num_envs=1", "task.env.num_amp_obs_steps=3"]))
+    yield env
+    env.close()
+
+
+def test_speed_one_gives_the_training_demo_windows(env):
+    ids = torch.tensor([0, 1, 3, 5])
+    ends = torch.tensor([0.5, 1.0, 2.0, 3.0])
+    windows = _command().demo_windows_at_speed(env, ids, ends, 1.0)
+    torch.testing.assert_close(windows, env.amp_obs_demo_from_keys(ids, ends))
+
+
+def test_speed_zero_holds_one_pose_with_no_velocity(env):
+    ids, ends = torch.tensor([0, 2]), torch.tensor([1.0, 4.0])
+    frozen = _command().demo_windows_at_speed(env, ids, ends, 0.0).reshape(2, 3, -1)  # [n, steps, per_step]
+    assert torch.equal(frozen[:, 0], frozen[:, 1]) and torch.equal(frozen[:, 0], frozen[:, 2])
+    moving = _command().demo_windows_at_speed(env, ids, ends, 1.0).reshape(2, 3, -1)
+    assert not torch.equal(moving[:, 0], moving[:, 2])
+    # the newest frame's pose is the same at any speed; only its velocities differ
+    differs = (frozen[:, 0] != moving[:, 0]).any(dim=0)  # [per_step]
+    assert 0 < int(differs.sum()) < frozen.shape[-1]
+
+
+def test_command_on_the_shipped_controller(capsys):
+    report = _command().main([str(SHIPPED_CONTROLLER), "--samples", "200", "--json"])
+    printed = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert printed == json.loads(json.dumps(report))
+    assert report["task"] == "HumanoidASE" and report["amp_steps"] == 2
+    assert len(report["clips"]) == 6
+    for name, entry in report["clips"].items():
+        assert list(entry["style_reward"]) == ["1.0", "0.5", "0.25", "0.0"], name
+        assert -1.0 <= entry["encoder_cosine"] <= 1.0
+    # a trained discriminator prefers the locomotion clips at their own speed to their poses held still
+    for name in ("amp_humanoid_walk", "amp_humanoid_run"):
+        assert 0.0 < report["clips"][name]["frozen_share"] < 1.0, name
