@@ -454,7 +454,7 @@ def format_summary(report: dict) -> str:
         f"root height {ranged('root_height', 'm')}",
         "  root speed by skill, latents (clip): " + "; ".join(
             f"{short[name]} {entry['mean_m_s']:.2f} up to {entry['max_m_s']:.2f} m/s ({entry['clip_m_s']:.2f})"
-            for name, entry in report["speed_by_skill"].items() if entry["latents"]),
+            for name, entry in report["speed_by_skill"].items() if "mean_m_s" in entry),
         f"  encoder: enc(amp_obs) . z = {enc_z:.3f} (1: latent recoverable from the motion, 0: not)"
         if enc_z is not None else "  encoder: no steps measured",
         f"  {getup_line}",
