@@ -60,10 +60,15 @@ TURNING_WINDOW_S = 0.5
 within a stride counts as turning (the walk clip: 0.59 rad/s step by step, 0.33 over 0.5 s)."""
 
 
+START_CHOICES = ("standing", "reference")
+
+
 @dataclass
 class SkillOptions:
     """What to measure. `steps`: control steps per fixed-latent rollout (30 per second);
-    `getup_episodes` None: one per latent; `video` / `paths`: files to write, or None."""
+    `getup_episodes` None: one per latent; `video` / `paths`: files to write, or None; `start`:
+    "standing" (every rollout from the standing pose) or "reference" (from a random frame of the
+    dataset, moving as the clip does there: can a latent keep up a motion it did not start?)."""
 
     num_latents: int = 64
     steps: int = 300
@@ -73,8 +78,11 @@ class SkillOptions:
     video: str | None = None
     video_tiles: int = 16
     paths: str | None = None
+    start: str = "standing"
 
     def __post_init__(self):
+        if self.start not in START_CHOICES:
+            raise ConfigError(f"skill report start '{self.start}': choose one of {', '.join(START_CHOICES)}")
         if self.num_latents < 1 or self.steps < 1 or self.getup_steps < 1:
             raise ConfigError(f"skill report: latents, steps and getup steps must be >= 1, got "
                               f"{self.num_latents}, {self.steps}, {self.getup_steps}")
@@ -182,8 +190,9 @@ def tile_grid(tiles: np.ndarray, columns: int) -> np.ndarray:
 
 def skill_config(cfg: DictConfig, options: SkillOptions) -> DictConfig:
     """A copy of a `test=true` config (task HumanoidASE) for the fixed-latent rollouts: one env
-    per latent, every episode from the standing pose (no fall-pool or recovery starts), no
-    time-out before the rollout ends, seed `options.seed`."""
+    per latent, every episode from the standing pose (or, with options.start "reference", from
+    random reference-motion states; no fall-pool or recovery starts), no time-out before the
+    rollout ends, seed `options.seed`."""
     if cfg.task.name != "HumanoidASE":
         raise ConfigError(f"the skill report needs task=HumanoidASE (its fall pool), got task={cfg.task.name}")
     out = copy.deepcopy(cfg)
@@ -193,7 +202,7 @@ def skill_config(cfg: DictConfig, options: SkillOptions) -> DictConfig:
         out.video = None
         out.viewer = False
         env = out.task.env
-        env.state_init = "Default"
+        env.state_init = "Default" if options.start == "standing" else "Random"
         env.fall_init_prob = 0.0
         env.recovery_episode_prob = 0.0
         env.enable_early_termination = True  # the fall criterion is what we count
@@ -390,6 +399,7 @@ def build_report(rollouts: LatentRollouts, getup: GetupResult, clip_names: list[
         "latents": options.num_latents,
         "seconds": options.steps * dt,
         "seed": options.seed,
+        "start": options.start,
         "fall_rate": float(fell.double().mean()),
         "key_body_error_cm": 100.0 * float(rollouts.error_sum.sum()) / total_used if total_used else None,
         "clip_coverage": coverage,
@@ -446,7 +456,9 @@ def format_summary(report: dict) -> str:
     error = report["key_body_error_cm"]
     enc_z = report["enc_z"]
     lines = [
-        f"skills: {k} fixed latents x {report['seconds']:.1f} s from standing (seed {report['seed']})",
+        f"skills: {k} fixed latents x {report['seconds']:.1f} s from "
+        f"{'standing' if report.get('start', 'standing') == 'standing' else 'reference-motion states'} "
+        f"(seed {report['seed']})",
         f"  falls: {sum(report['per_latent']['fell'])}/{k} latents (fall rate {report['fall_rate']:.2f}); "
         f"key-body distance to the dataset {error:.1f} cm" if error is not None else "  no steps measured",
         f"  clip coverage: {report['clip_coverage']} of {report['num_clips']} clips are a latent's skill ({clips})",

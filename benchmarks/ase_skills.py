@@ -33,6 +33,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--video", default=None, help="grid video of the first --video-tiles latents (.mp4/.gif)")
     parser.add_argument("--video-tiles", type=int, default=16)
     parser.add_argument("--paths", default=None, help="top-down plot of every latent's root path (.png)")
+    parser.add_argument("--start", choices=["standing", "reference"], default="standing",
+                        help="rollouts from the standing pose, or from random frames of the dataset "
+                             "(moving; with motion_file=<clip> of one clip)")
     parser.add_argument("overrides", nargs="*", help="extra train.py overrides (sim=..., device=...)")
     return parser.parse_args(argv)
 
@@ -81,7 +84,8 @@ def main(argv=None) -> dict:
     options = SkillOptions(num_latents=args.latents, steps=max(1, round(args.seconds / control_dt)),
                            seed=args.seed, getup_episodes=args.getup_episodes,
                            getup_steps=max(1, round(args.getup_seconds / control_dt)),
-                           video=args.video, video_tiles=args.video_tiles, paths=args.paths)
+                           video=args.video, video_tiles=args.video_tiles, paths=args.paths,
+                           start=args.start)
     report = {"checkpoint": str(args.checkpoint), "epoch": epoch, **skill_report(cfg, options)}
     if args.json:
         print(json.dumps(report), flush=True)

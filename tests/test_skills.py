@@ -239,6 +239,20 @@ def test_command_reports_json_and_writes_video_and_paths(untrained_ase_checkpoin
     assert iio.imread(paths).shape[-1] in (3, 4)
 
 
+def test_command_starts_latents_from_moving_reference_states(untrained_ase_checkpoint, capsys):
+    walk = PROJECT_ROOT / "motions" / "amp_humanoid" / "amp_humanoid_walk.npy"
+    _skills_command().main([str(untrained_ase_checkpoint), f"motion_file={walk}", "--latents", "4",
+                            "--seconds", "0.5", "--getup-episodes", "0", "--start", "reference"])
+    out = capsys.readouterr().out
+    assert "from reference-motion states" in out and "(1.51)" in out  # the walk clip's own speed
+    report = _skills_command().main([str(untrained_ase_checkpoint), f"motion_file={walk}", "--latents", "4",
+                                     "--seconds", "0.5", "--getup-episodes", "0", "--start", "reference",
+                                     "--json"])
+    assert report["start"] == "reference" and list(report["clip_counts"]) == ["amp_humanoid_walk"]
+    # started mid-stride at the clip's speed, the (untrained) characters move at first
+    assert report["root_speed"]["max"] > 0.5
+
+
 def test_evaluation_prints_the_skill_report(untrained_ase_checkpoint, capsys):
     from ase_humanoid.app import run
 
