@@ -41,21 +41,12 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 
 def compose_skill_config(args: argparse.Namespace):
-    """train.py's test=true config for the checkpoint: task, robot and motion file as it was
-    trained (network sizes and AMP history follow in evaluate.load_policy)."""
-    from ase_humanoid.builders import resolve_path
-    from ase_humanoid.config import compose_config, saved_value
-    from ase_humanoid.utils.checkpoint import load_checkpoint
+    """train.py's test=true config for the checkpoint (task, robot and motion file as it was
+    trained; evaluate.checkpoint_test_config) and its epoch."""
+    from ase_humanoid.evaluate import checkpoint_test_config
 
-    state = load_checkpoint(resolve_path(args.checkpoint))
-    saved = state.get("config") or {}
-    overrides = [f"task={saved_value(saved, 'task.name') or 'HumanoidASE'}", "test=true",
-                 f"checkpoint={args.checkpoint}", f"seed={args.seed}"]
-    if saved_value(saved, "robot.name"):
-        overrides.append(f"robot={saved_value(saved, 'robot.name')}")
-    if saved_value(saved, "motion_file"):
-        overrides.append(f"motion_file={saved_value(saved, 'motion_file')}")
-    return compose_config([*overrides, *args.overrides]), state.get("epoch")
+    cfg, state = checkpoint_test_config(args.checkpoint, [f"seed={args.seed}", *args.overrides])
+    return cfg, state.get("epoch")
 
 
 def check_output_paths(args: argparse.Namespace) -> None:

@@ -87,16 +87,13 @@ def measure(env, agent, speeds: list[float], samples: int, seed: int) -> dict:
 
 def main(argv=None) -> dict:
     args = parse_args(argv)
-    from ase_humanoid.config import compose_config
     from ase_humanoid.errors import ConfigError
-    from ase_humanoid.evaluate import load_policy
-    from ase_humanoid.utils.checkpoint import load_checkpoint
+    from ase_humanoid.evaluate import checkpoint_test_config, load_policy
 
-    saved = (load_checkpoint(args.checkpoint).get("config") or {})
-    task = saved.get("task", {}).get("name", "HumanoidASE")
+    cfg, _ = checkpoint_test_config(args.checkpoint, ["num_envs=1"])  # the dataset it was trained on
+    task = cfg.task.name
     if task not in ("HumanoidAMP", "HumanoidASE"):
         raise ConfigError(f"{args.checkpoint}: a {task} checkpoint; this measures AMP and ASE discriminators")
-    cfg = compose_config([f"task={task}", f"checkpoint={args.checkpoint}", "num_envs=1", "test=true"])
     env, agent = load_policy(cfg)
     try:
         clips = measure(env, agent, args.speeds, args.samples, args.seed)
