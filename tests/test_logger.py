@@ -37,3 +37,15 @@ def test_console_line_shows_time_left(tmp_path):
     first, second = stream.getvalue().splitlines()
     assert first.endswith("0:10  left 0:40")  # 10 s per epoch, 4 epochs to go
     assert second.endswith("0:20  left 0:30")
+
+
+def test_epoch_clock_leaves_out_a_pause():
+    """A stopped process (SIGSTOP, a sleeping laptop) is not the training's pace."""
+    clock = EpochClock(window=20)
+    clock.start(0, 0.0)
+    now = 0.0
+    for epoch in range(1, 21):
+        now += 360.0 if epoch == 10 else 2.0  # one 6-minute pause among 2-second epochs
+        clock.tick(epoch, now)
+    assert clock.seconds_per_epoch() == 2.0
+    assert clock.seconds_left(20, 1820) == 3600.0
