@@ -173,6 +173,7 @@ def run_episodes(env, agent, cfg: DictConfig) -> dict[str, float]:
     stats = tracker.pop_means()
     if quality is not None:
         stats.update(quality.pop_means())
+        stats.update(quality.pop_clip_shares())
     if hasattr(env, "task_metrics"):
         stats.update(env.task_metrics())
     if hasattr(env, "terrain_metrics"):  # fall rate per tile kind on terrain

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import copy
 import math
-import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,7 +40,7 @@ import torch
 from omegaconf import DictConfig, open_dict
 
 from ase_humanoid.agents.ase import sample_unit_latents
-from ase_humanoid.envs.motion_quality import MotionQuality, clip_coverage, majority_clips
+from ase_humanoid.envs.motion_quality import MotionQuality, clip_coverage, majority_clips, short_clip_names
 from ase_humanoid.errors import ConfigError
 from ase_humanoid.utils import rotations as rot
 
@@ -163,15 +162,6 @@ def speed_by_skill(latent_speed: torch.Tensor, skills: torch.Tensor, clip_speed:
             entry.update(mean_m_s=float(speeds.mean()), max_m_s=float(speeds.max()))
         out[name] = entry
     return out
-
-
-def short_clip_names(names: list[str]) -> list[str]:
-    """Clip names without the prefix they all share up to an underscore
-    (`amp_humanoid_walk` -> `walk`), for labels; unchanged when there is none."""
-    if len(names) < 2:
-        return [name.rpartition("_")[2] or name for name in names]
-    cut = os.path.commonprefix(names).rfind("_") + 1
-    return [name[cut:] or name for name in names]
 
 
 def tile_grid(tiles: np.ndarray, columns: int) -> np.ndarray:

@@ -13,7 +13,14 @@ import torch
 from omegaconf import OmegaConf
 
 from ase_humanoid import PROJECT_ROOT
-from ase_humanoid.envs.motion_quality import MotionQuality, clip_coverage, clip_of_frames, majority_clips
+from ase_humanoid.envs import make_env
+from ase_humanoid.envs.motion_quality import (
+    MotionQuality,
+    MotionQualityProbe,
+    clip_coverage,
+    clip_of_frames,
+    majority_clips,
+)
 from ase_humanoid.motion.motion_lib import MotionLib
 from ase_humanoid.robots.description import load_robot
 from ase_humanoid.skills import (
@@ -281,3 +288,21 @@ def test_training_logs_skill_statistics(tmp_path):
     assert 1.0 <= stats["skills/clip_coverage"] <= 3.0
     assert stats["skills/root_speed_std"] >= 0.0
     assert -1.0 <= stats["skills/enc_z"] <= 1.0
+
+
+def test_probe_shares_of_nearest_clips_on_played_clips():
+    """Round trip: envs that play clips kinematically (walk, run, dance, one each) look like
+    exactly those clips, a third of the frames each, and nothing else; test=true prints these."""
+    env = make_env("HumanoidViewMotion", num_envs=3, motion_file=str(SIX_CLIPS), num_threads=1, seed=0)
+    try:
+        probe = MotionQualityProbe(env, num_envs=3)
+        env.reset()
+        for _ in range(12):
+            _, _, terminated, truncated, _ = env.step(None)
+            probe.observe(terminated | truncated)
+        shares = probe.pop_clip_shares()
+        assert shares == pytest.approx({"quality/nearest_clip/walk": 1 / 3, "quality/nearest_clip/run": 1 / 3,
+                                        "quality/nearest_clip/dance": 1 / 3})
+        assert probe.pop_clip_shares() == {}  # popped
+    finally:
+        env.close()

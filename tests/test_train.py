@@ -62,6 +62,7 @@ def test_train_cli_writes_tensorboard_checkpoint_and_evaluates(task, algo, tmp_p
     assert result.returncode == 0, result.stderr[-3000:]
     assert "episode/length=" in result.stdout and "episode/fall_rate=" in result.stdout
     assert "quality/key_body_error_cm=" in result.stdout and "quality/root_speed=" in result.stdout
+    assert "quality/nearest_clip/" in result.stdout  # which clips the policy looks like
 
 
 def test_resume_from_epoch_1_matches_uninterrupted_run(tmp_path):

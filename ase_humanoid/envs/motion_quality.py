@@ -19,6 +19,8 @@ running env's worlds step by step (the runner does this every few epochs, evalua
 
 from __future__ import annotations
 
+import os
+
 import torch
 
 from ase_humanoid.utils import rotations as rot
@@ -82,6 +84,15 @@ def clip_coverage(skill_clips: torch.Tensor, num_clips: int) -> tuple[int, torch
     """(number of distinct clips in `skill_clips [n]`, latents per clip `[num_clips]` long)."""
     counts = torch.bincount(skill_clips.long().flatten(), minlength=num_clips)
     return int((counts > 0).sum()), counts
+
+
+def short_clip_names(names: list[str]) -> list[str]:
+    """Clip names without the prefix they all share up to an underscore
+    (`amp_humanoid_walk` -> `walk`), for labels; unchanged when there is none."""
+    if len(names) < 2:
+        return [name.rpartition("_")[2] or name for name in names]
+    cut = os.path.commonprefix(names).rfind("_") + 1
+    return [name[cut:] or name for name in names]
 
 
 class MotionQuality:
@@ -186,6 +197,21 @@ class MotionQualityProbe:
                "quality/root_speed": self._speed_sum / self._count}
         self._error_sum, self._speed_sum, self._count = 0.0, 0.0, 0
         return out
+
+    def pop_clip_shares(self, top: int = 6) -> dict[str, float]:
+        """`quality/nearest_clip/<clip>`: the share of observed frames whose nearest dataset frame
+        lies in that clip, for the `top` clips with the largest nonzero shares (which clips a policy looks
+        like; a policy that stands still in one clip's poses shows up here), and resets those
+        counts ({} if nothing was observed). Call before `pop_skill_stats`, which resets them too."""
+        per_clip = self._clip_counts.sum(dim=0).double()  # [M]
+        total = float(per_clip.sum())
+        self._clip_counts.zero_()
+        if total == 0:
+            return {}
+        shares = per_clip / total
+        names = short_clip_names(self.quality.clip_names)
+        order = torch.argsort(shares, descending=True, stable=True)[:top]
+        return {f"quality/nearest_clip/{names[i]}": float(shares[i]) for i in order.tolist() if shares[i] > 0}
 
     def pop_skill_stats(self) -> dict[str, float]:
         """How the probed worlds differ since the last call ({} if nothing was observed):
