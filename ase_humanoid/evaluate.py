@@ -54,6 +54,7 @@ def load_policy(cfg: DictConfig):
     require_entries(state, cfg.checkpoint, POLICY_ENTRIES, "to evaluate its policy")
     saved = state.get("config") or {}
     warn_task_mismatch(saved, cfg)
+    use_saved_motion_file(saved, cfg)
     saved_steps = saved_value(saved, "task.env.num_amp_obs_steps")
     if saved_steps is not None and "num_amp_obs_steps" in cfg.task.get("env", {}):
         # The discriminator saw this history length (the CPU profile's 2 or the release's 10).
@@ -102,6 +103,24 @@ def warn_task_mismatch(saved: dict, cfg: DictConfig) -> None:
         algo = saved_value(saved, "train.algo")
         print(f"warning: checkpoint {cfg.checkpoint} was trained on task={saved_task} (algo {algo}); "
               f"evaluating it on task={cfg.task.name}", file=sys.stderr, flush=True)
+
+
+def use_saved_motion_file(saved: dict, cfg: DictConfig) -> None:
+    """With no motion_file on the command line, evaluate on the dataset the checkpoint trained
+    on (the task's default would measure quality/* against another dataset); say so, or that
+    the file is not here. A motion_file given on the command line is kept."""
+    from ase_humanoid.builders import resolve_path
+
+    saved_motion = saved_value(saved, "motion_file")
+    if cfg.get("motion_file") is not None or not saved_motion or saved_value(saved, "task.name") != cfg.task.name:
+        return
+    if not Path(resolve_path(saved_motion)).exists():
+        print(f"note: checkpoint {cfg.checkpoint} was trained with motion_file={saved_motion}, which is not "
+              "here; evaluating with the task's default", file=sys.stderr, flush=True)
+        return
+    with open_dict(cfg):
+        cfg.motion_file = saved_motion
+    print(f"motion_file={saved_motion}: the checkpoint was trained with it", file=sys.stderr, flush=True)
 
 
 def _policy_actions(agent, obs: torch.Tensor, env) -> torch.Tensor:

@@ -42,3 +42,24 @@ def test_random_latents_follow_the_schedule_in_evaluation():
     held = agent.latents.clone()
     _advance_latents(agent, torch.ones(4, dtype=torch.bool), "fixed")
     assert torch.equal(agent.latents, held)
+
+
+def test_evaluation_uses_the_dataset_the_checkpoint_trained_on(tmp_path, capsys):
+    """With no motion_file given, test=true measures quality/* against the checkpoint's own
+    dataset (walk + run here), not the task's default (the walk clip); a given one is kept."""
+    run([*TINY, "max_epochs=1", "motion_file=motions/dataset_amp_humanoid_locomotion.yaml",
+         f"run_dir={tmp_path / 'run'}"])
+    capsys.readouterr()
+    evaluate = ["task=HumanoidAMP", "test=true", f"checkpoint={tmp_path / 'run'}", "num_envs=4", "test_episodes=4",
+                "task.env.max_episode_length=15", "train.params.amp_obs_demo_buffer_size=1024"]
+    run(evaluate)
+    captured = capsys.readouterr()
+    assert "motion_file=motions/dataset_amp_humanoid_locomotion.yaml: the checkpoint was trained with it" in captured.err
+    clips = {part.split("=")[0] for part in captured.out.split() if part.startswith("quality/nearest_clip/")}
+    assert clips and clips <= {"quality/nearest_clip/walk", "quality/nearest_clip/run"}
+
+    run([*evaluate, "motion_file=motions/amp_humanoid/amp_humanoid_cartwheel.npy"])
+    captured = capsys.readouterr()
+    assert "the checkpoint was trained with it" not in captured.err
+    clips = {part.split("=")[0] for part in captured.out.split() if part.startswith("quality/nearest_clip/")}
+    assert clips == {"quality/nearest_clip/cartwheel"}
