@@ -26,8 +26,8 @@ from ase_humanoid.utils.checkpoint import POLICY_ENTRIES, load_checkpoint, requi
 
 
 def checkpoint_test_config(checkpoint, overrides=()) -> tuple[DictConfig, dict]:
-    """train.py's test=true config for `checkpoint` with the task, robot and motion file it was
-    trained with (network sizes and AMP history follow in `load_policy`), then `overrides`;
+    """train.py's test=true config for `checkpoint` with the task and robot it was trained with
+    (its motion file, network sizes and AMP history follow in `load_policy`), then `overrides`;
     returns (config, the checkpoint's state)."""
     from ase_humanoid.builders import resolve_path
     from ase_humanoid.config import compose_config
@@ -35,9 +35,8 @@ def checkpoint_test_config(checkpoint, overrides=()) -> tuple[DictConfig, dict]:
     state = load_checkpoint(resolve_path(checkpoint))
     saved = state.get("config") or {}
     base = [f"task={saved_value(saved, 'task.name') or 'HumanoidASE'}", "test=true", f"checkpoint={checkpoint}"]
-    for option, saved_key in (("robot", "robot.name"), ("motion_file", "motion_file")):
-        if saved_value(saved, saved_key):
-            base.append(f"{option}={saved_value(saved, saved_key)}")
+    if saved_value(saved, "robot.name"):
+        base.append(f"robot={saved_value(saved, 'robot.name')}")
     return compose_config([*base, *overrides]), state
 
 

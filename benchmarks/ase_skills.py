@@ -41,8 +41,8 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 
 def compose_skill_config(args: argparse.Namespace):
-    """train.py's test=true config for the checkpoint (task, robot and motion file as it was
-    trained; evaluate.checkpoint_test_config) and its epoch."""
+    """train.py's test=true config for the checkpoint (task and robot as it was trained,
+    evaluate.checkpoint_test_config; its motion file follows in load_policy) and its epoch."""
     from ase_humanoid.evaluate import checkpoint_test_config
 
     cfg, state = checkpoint_test_config(args.checkpoint, [f"seed={args.seed}", *args.overrides])
