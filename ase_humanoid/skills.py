@@ -150,16 +150,25 @@ def clip_root_speeds(root_lin_vel: torch.Tensor, num_frames: torch.Tensor) -> to
 
 
 def speed_by_skill(latent_speed: torch.Tensor, skills: torch.Tensor, clip_speed: torch.Tensor,
-                   clip_names: list[str]) -> dict[str, dict]:
+                   clip_names: list[str], fell: torch.Tensor | None = None) -> dict[str, dict]:
     """Per clip: `clip_m_s` (the clip's own mean root speed), `latents` (how many latents have it
     as their skill) and, when any, the `mean_m_s` and `max_m_s` of those latents' mean root
-    speeds. latent_speed `[K]` (NaN: no steps), skills `[K]` clip ids, clip_speed `[M]`."""
+    speeds. With `fell [K]` bool also `fell` (how many of them fell) and, when any stayed up,
+    `up_mean_m_s` / `up_max_m_s` over those alone: a latent that runs and falls is fast until it
+    falls, and would otherwise hide that the ones that stay up are slow.
+    latent_speed `[K]` (NaN: no steps), skills `[K]` clip ids, clip_speed `[M]`."""
     out = {}
     for clip, name in enumerate(clip_names):
-        speeds = latent_speed[(skills == clip) & torch.isfinite(latent_speed)].double()
+        has_skill = (skills == clip) & torch.isfinite(latent_speed)
+        speeds = latent_speed[has_skill].double()
         entry = {"clip_m_s": float(clip_speed[clip]), "latents": int((skills == clip).sum())}
         if speeds.numel():
             entry.update(mean_m_s=float(speeds.mean()), max_m_s=float(speeds.max()))
+        if fell is not None:
+            entry["fell"] = int(((skills == clip) & fell).sum())
+            up = latent_speed[has_skill & ~fell].double()
+            if up.numel():
+                entry.update(up_mean_m_s=float(up.mean()), up_max_m_s=float(up.max()))
         out[name] = entry
     return out
 
@@ -396,7 +405,7 @@ def build_report(rollouts: LatentRollouts, getup: GetupResult, clip_names: list[
         "num_clips": len(clip_names),
         "clip_counts": dict(zip(clip_names, counts.tolist())),
         "root_speed": spread(speed),
-        "speed_by_skill": speed_by_skill(speed, skills, clip_speed, clip_names),
+        "speed_by_skill": speed_by_skill(speed, skills, clip_speed, clip_names, fell),
         "turn_rate": spread(turn),
         "root_height": spread(height),
         "enc_z": float(rollouts.enc_z_sum.sum()) / total_used if total_used else None,
@@ -455,13 +464,23 @@ def format_summary(report: dict) -> str:
         f"  across latents: root speed {ranged('root_speed', 'm/s')}; turning {ranged('turn_rate', 'rad/s')}; "
         f"root height {ranged('root_height', 'm')}",
         "  root speed by skill, latents (clip): " + "; ".join(
-            f"{short[name]} {entry['mean_m_s']:.2f} up to {entry['max_m_s']:.2f} m/s ({entry['clip_m_s']:.2f})"
+            f"{short[name]} {skill_speed_text(entry)}"
             for name, entry in report["speed_by_skill"].items() if "mean_m_s" in entry),
         f"  encoder: enc(amp_obs) . z = {enc_z:.3f} (1: latent recoverable from the motion, 0: not)"
         if enc_z is not None else "  encoder: no steps measured",
         f"  {getup_line}",
     ]
     return "\n".join(lines)
+
+
+def skill_speed_text(entry: dict) -> str:
+    """'0.45 up to 0.90 m/s (1.51)', plus what the latents that fell leave of it."""
+    text = f"{entry['mean_m_s']:.2f} up to {entry['max_m_s']:.2f} m/s ({entry['clip_m_s']:.2f})"
+    if entry.get("fell"):
+        up = (f"the {entry['latents'] - entry['fell']} up {entry['up_mean_m_s']:.2f} up to "
+              f"{entry['up_max_m_s']:.2f}" if "up_mean_m_s" in entry else "none up")
+        text += f" [{entry['fell']} of {entry['latents']} fell; {up}]"
+    return text
 
 
 USABLE_TARGETS = {"fall_rate": 0.10, "key_body_error_cm": 10.0, "clip_coverage": 4, "getup_success_rate": 0.70}

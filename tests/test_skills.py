@@ -31,6 +31,7 @@ from ase_humanoid.skills import (
     is_standing,
     mean_turning_rate,
     short_clip_names,
+    skill_speed_text,
     speed_by_skill,
     spread,
     standing_thresholds,
@@ -145,6 +146,19 @@ def test_speed_by_skill_groups_latents_under_their_clip():
     assert out["walk"] == {"clip_m_s": 1.5, "latents": 3, "mean_m_s": pytest.approx(0.3), "max_m_s": pytest.approx(0.4)}
     assert out["run"] == {"clip_m_s": pytest.approx(3.4), "latents": 0}
     assert out["hop"]["latents"] == 1 and out["hop"]["max_m_s"] == 1.0
+
+
+def test_speed_by_skill_gives_the_speed_of_the_latents_that_stayed_up():
+    # two walk latents run fast and fall; the two that stay up are slow: the mean hides it
+    latent_speed = torch.tensor([3.0, 3.2, 0.3, 0.5, 1.0])
+    skills = torch.tensor([0, 0, 0, 0, 1])
+    fell = torch.tensor([True, True, False, False, True])
+    out = speed_by_skill(latent_speed, skills, torch.tensor([1.5, 3.4]), ["walk", "run"], fell)
+    assert out["walk"]["mean_m_s"] == pytest.approx(1.75) and out["walk"]["fell"] == 2
+    assert out["walk"]["up_mean_m_s"] == pytest.approx(0.4) and out["walk"]["up_max_m_s"] == pytest.approx(0.5)
+    assert out["run"]["fell"] == 1 and "up_mean_m_s" not in out["run"]
+    assert "[2 of 4 fell; the 2 up 0.40 up to 0.50]" in skill_speed_text(out["walk"])
+    assert "[1 of 1 fell; none up]" in skill_speed_text(out["run"])
 
 
 def _report(fall_rate=0.05, error=9.0, counts=(2, 1, 3, 10, 0, 0), getup=0.8) -> dict:
