@@ -2,6 +2,10 @@
 
     python benchmarks/run_curve.py ~/runs/ase_cpu --out docs/benchmarks/ase_cpu --title "ASE, CPU profile"
 
+Several runs (an ablation) go on the same panels, one line each, by samples:
+
+    python benchmarks/run_curve.py ~/runs/amp ~/runs/ase --labels "AMP,ASE" --out cmp --title "AMP vs ASE"
+
 Works on any run (AMP, ASE, hierarchical tasks) and across resumed sittings: each epoch's last
 logged line counts (a resume cuts the log back to its checkpoint, so there is one), and the
 training hours are the sum of the epochs' own durations (samples / samples per second), so time
@@ -22,6 +26,7 @@ CURVE_KEYS = (
     ("episode/length", "episode_length", "episode length (control steps)"),
     ("episode/fall_rate", "fall_rate", "fall rate"),
     ("quality/key_body_error_cm", "key_body_error_cm", "key-body distance to the dataset (cm)"),
+    ("quality/root_speed", "root_speed", "root speed of the probe worlds (m/s)"),
     ("train/disc_reward_mean", "style_reward", "style reward"),
     ("train/enc_reward_mean", "encoder_reward", "encoder reward"),
     ("skills/enc_z", "enc_z", "enc(amp_obs) . z (probe worlds)"),
@@ -70,58 +75,85 @@ def tail_summary(points: list[dict], tail: int) -> dict:
     return summary
 
 
-def plot(points: list[dict], path: Path, title: str) -> None:
+def plot(runs: list[tuple[str, list[dict]]], path: Path, title: str) -> None:
+    """One panel per CURVE_KEYS entry any run logged; one line per run `(label, points)`."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    # A key a run never logged, or logged only as 0 (the task reward of pre-training), has no panel.
-    panels = [(name, label) for _, name, label in CURVE_KEYS if any(p.get(name) for p in points)]
+    # A key no run logged, or logged only as 0 (the task reward of pre-training), has no panel.
+    panels = [(name, label) for _, name, label in CURVE_KEYS
+              if any(p.get(name) for _, points in runs for p in points)]
     cols = 3
     rows = math.ceil(len(panels) / cols)
     fig, axes = plt.subplots(rows, cols, figsize=(5 * cols, 3.2 * rows), squeeze=False)
     for ax, (name, label) in zip(axes.flat, panels):
-        xs = [p["samples"] / 1e6 for p in points if name in p]
-        ax.plot(xs, [p[name] for p in points if name in p], linewidth=0.8)
+        for run_label, points in runs:
+            xs = [p["samples"] / 1e6 for p in points if name in p]
+            ax.plot(xs, [p[name] for p in points if name in p], linewidth=0.8, label=run_label)
         ax.set_title(label, fontsize=10)
         ax.set_xlabel("million samples")
         ax.grid(alpha=0.3)
+    if len(runs) > 1 and panels:
+        axes.flat[0].legend(fontsize=7)
     for ax in list(axes.flat)[len(panels):]:
         ax.axis("off")
-    last = points[-1]
-    fig.suptitle(f"{title}: {last['epoch']} epochs, {last['samples'] / 1e6:.1f} M samples, "
+    if len(runs) == 1:
+        last = runs[0][1][-1]
+        title = (f"{title}: {last['epoch']} epochs, {last['samples'] / 1e6:.1f} M samples, "
                  f"{last['hours']:.2f} h of training")
+    fig.suptitle(title)
     fig.tight_layout()
     fig.savefig(path, dpi=90)
     plt.close(fig)
 
 
+def run_result(title: str, points: list[dict], every: int, tail: int) -> dict:
+    """The JSON of one run: totals, the summary of its last `tail` epochs, every `every`-th point."""
+    kept = [p for p in points if p["epoch"] % max(every, 1) == 0 or p is points[-1]]
+    return {"run": title, "epochs": points[-1]["epoch"], "samples": points[-1]["samples"],
+            "training_hours": points[-1]["hours"], f"last_{tail}_epochs": tail_summary(points, tail),
+            "points": kept}
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("run_dir", help="a run folder (holding metrics.jsonl)")
+    parser.add_argument("run_dirs", nargs="+", metavar="run_dir", help="run folders (each holding metrics.jsonl)")
     parser.add_argument("--out", required=True, help="output prefix: writes PREFIX.png and PREFIX.json")
     parser.add_argument("--title", default=None)
+    parser.add_argument("--labels", default=None, help="comma-separated, one per run (default: folder names)")
     parser.add_argument("--every", type=int, default=10, help="epochs between points in the JSON")
     parser.add_argument("--tail", type=int, default=50, help="epochs the summary averages")
     args = parser.parse_args(argv)
-    metrics = Path(args.run_dir) / "metrics.jsonl"
-    if not metrics.is_file():
-        print(f"error: no metrics.jsonl in '{args.run_dir}'", file=sys.stderr)
+    labels = args.labels.split(",") if args.labels else [Path(d).name for d in args.run_dirs]
+    if len(labels) != len(args.run_dirs):
+        print(f"error: --labels names {len(labels)} runs, {len(args.run_dirs)} run folders given", file=sys.stderr)
         return 1
-    points = curve_points(read_epochs(metrics))
-    if not points:
-        print(f"error: '{metrics}' holds no epochs", file=sys.stderr)
-        return 1
+    runs = []
+    for run_dir, label in zip(args.run_dirs, labels):
+        metrics = Path(run_dir) / "metrics.jsonl"
+        if not metrics.is_file():
+            print(f"error: no metrics.jsonl in '{run_dir}'", file=sys.stderr)
+            return 1
+        points = curve_points(read_epochs(metrics))
+        if not points:
+            print(f"error: '{metrics}' holds no epochs", file=sys.stderr)
+            return 1
+        runs.append((label, points))
     out = Path(args.out)
-    title = args.title or Path(args.run_dir).name
-    plot(points, out.with_suffix(".png"), title)
-    kept = [p for p in points if p["epoch"] % max(args.every, 1) == 0 or p is points[-1]]
-    result = {"run": title, "epochs": points[-1]["epoch"], "samples": points[-1]["samples"],
-              "training_hours": points[-1]["hours"], f"last_{args.tail}_epochs": tail_summary(points, args.tail),
-              "points": kept}
+    if len(runs) == 1:
+        title = args.title or Path(args.run_dirs[0]).name
+        result = run_result(title, runs[0][1], args.every, args.tail)
+        summary = {k: v for k, v in result.items() if k != "points"}
+    else:
+        title = args.title or " vs ".join(labels)
+        result = {"title": title, "runs": [run_result(label, points, args.every, args.tail)
+                                           for label, points in runs]}
+        summary = {"title": title, "runs": [{k: v for k, v in r.items() if k != "points"} for r in result["runs"]]}
+    plot(runs, out.with_suffix(".png"), title)
     out.with_suffix(".json").write_text(json.dumps(result, indent=1) + "\n")
-    print(json.dumps({k: v for k, v in result.items() if k != "points"}))
+    print(json.dumps(summary))
     return 0
 
 

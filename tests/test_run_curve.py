@@ -37,3 +37,20 @@ def test_curve_of_a_resumed_run(tmp_path):
 def test_run_without_metrics_is_an_error(tmp_path, capsys):
     assert run_curve.main([str(tmp_path), "--out", str(tmp_path / "x")]) == 1
     assert "no metrics.jsonl" in capsys.readouterr().err
+
+
+def test_runs_side_by_side(tmp_path, capsys):
+    for name, lengths in (("amp", (10, 40)), ("ase", (10, 20, 30))):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "metrics.jsonl").write_text(
+            "\n".join(_record(e, length) for e, length in enumerate(lengths, start=1)) + "\n")
+    out = tmp_path / "cmp"
+    runs = [str(tmp_path / "amp"), str(tmp_path / "ase")]
+    assert run_curve.main([*runs, "--labels", "AMP,ASE", "--out", str(out), "--every", "1"]) == 0
+    written = json.loads(out.with_suffix(".json").read_text())
+    assert [r["run"] for r in written["runs"]] == ["AMP", "ASE"]
+    assert [r["epochs"] for r in written["runs"]] == [2, 3]
+    assert [p["episode_length"] for p in written["runs"][1]["points"]] == [10, 20, 30]
+    assert out.with_suffix(".png").stat().st_size > 10_000
+    assert run_curve.main([*runs, "--labels", "AMP", "--out", str(out)]) == 1
+    assert "--labels names 1 runs, 2 run folders given" in capsys.readouterr().err
