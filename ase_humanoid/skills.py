@@ -159,14 +159,15 @@ def speed_by_skill(latent_speed: torch.Tensor, skills: torch.Tensor, clip_speed:
     latent_speed `[K]` (NaN: no steps), skills `[K]` clip ids, clip_speed `[M]`."""
     out = {}
     for clip, name in enumerate(clip_names):
-        has_skill = (skills == clip) & torch.isfinite(latent_speed)
-        speeds = latent_speed[has_skill].double()
-        entry = {"clip_m_s": float(clip_speed[clip]), "latents": int((skills == clip).sum())}
+        is_clip = skills == clip
+        measured = is_clip & torch.isfinite(latent_speed)
+        speeds = latent_speed[measured].double()
+        entry = {"clip_m_s": float(clip_speed[clip]), "latents": int(is_clip.sum())}
         if speeds.numel():
             entry.update(mean_m_s=float(speeds.mean()), max_m_s=float(speeds.max()))
         if fell is not None:
-            entry["fell"] = int(((skills == clip) & fell).sum())
-            up = latent_speed[has_skill & ~fell].double()
+            entry["fell"] = int((is_clip & fell).sum())
+            up = latent_speed[measured & ~fell].double()
             if up.numel():
                 entry.update(up_mean_m_s=float(up.mean()), up_max_m_s=float(up.max()))
         out[name] = entry
