@@ -51,7 +51,7 @@ def _check_run(model: Path, check: dict) -> dict:
     report = ase_skills.main(args)
     return {"fall_rate": report["fall_rate"], "key_body_error_cm": report["key_body_error_cm"],
             "enc_z": report["enc_z"], "getup_success_rate": report["getup"]["success_rate"],
-            "clip_coverage": report["clip_coverage"]}
+            "clip_coverage": report["clip_coverage"], "root_speed": report["root_speed"]["mean"]}
 
 
 @pytest.mark.parametrize("model", MODELS, ids=[m.stem for m in MODELS])
