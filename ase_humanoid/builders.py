@@ -103,7 +103,7 @@ def use_shipped_llc(cfg: DictConfig) -> None:
     (pretrained/), says so, and records it in cfg (so config.yaml names it)."""
     from ase_humanoid.utils.shipped_models import SHIPPED_LLC, shipped_llc_path
 
-    path = shipped_llc_path(cfg.robot.name)
+    path = shipped_llc_path(cfg.robot.name, cfg.task.name)
     if path is None:  # train.py and the gymnasium entry both end here: one message for both
         raise ConfigError(f"task {cfg.task.name} is hierarchical (train=hrl) and needs llc_checkpoint=<ASE checkpoint> "
                           f"(a HumanoidASE run's latest.pt or run folder): no pretrained controller ships for robot "

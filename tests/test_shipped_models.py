@@ -106,10 +106,20 @@ def test_damaged_or_unlisted_shipped_file_is_refused(shipped, tmp_path):
 def test_hierarchical_task_uses_the_shipped_controller_by_default(shipped, tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(shipped_models, "PRETRAINED_DIR", shipped)
     monkeypatch.setitem(shipped_models.SHIPPED_LLC, "amp_humanoid", "tiny_llc.pt")
+    monkeypatch.setitem(shipped_models.SHIPPED_TASK_LLC, "amp_humanoid", {})
     run_dir = tmp_path / "location"
     run(["task=HumanoidLocation", f"run_dir={run_dir}", *TRAIN])
     assert "using the shipped controller" in capsys.readouterr().out
     assert f"llc_checkpoint: {shipped / 'tiny_llc.pt'}" in (run_dir / "config.yaml").read_text()
+
+
+def test_travel_tasks_default_to_the_walking_controller():
+    walk, six_clips = "ase_llc_amp_humanoid_walk.pt", "ase_llc_amp_humanoid.pt"
+    for task in ("HumanoidHeading", "HumanoidLocation"):
+        assert shipped_models.shipped_llc_path("amp_humanoid", task) == shipped_models.PRETRAINED_DIR / walk
+    for task in ("HumanoidReach", "HumanoidStrike", None):
+        assert shipped_models.shipped_llc_path("amp_humanoid", task) == shipped_models.PRETRAINED_DIR / six_clips
+    assert shipped_models.shipped_llc_path("sword_shield", "HumanoidHeading") is None
 
 
 def test_random_high_level_policy_baseline(shipped):

@@ -32,6 +32,10 @@ POLICY_AGENT_ENTRIES = ("algo", "config", "dims", "model", "obs_norm", "value_no
 # The shipped ASE low-level controller per robot: what hierarchical tasks use when no
 # llc_checkpoint is given.
 SHIPPED_LLC = {"amp_humanoid": "ase_llc_amp_humanoid.pt"}
+# Tasks that are mostly travel use the walking controller instead: the six-clip one's latents
+# move at 0.2-0.4 m/s, too slow for Heading's 1.5 m/s or Location's metres.
+SHIPPED_TASK_LLC = {"amp_humanoid": {"HumanoidHeading": "ase_llc_amp_humanoid_walk.pt",
+                                     "HumanoidLocation": "ase_llc_amp_humanoid_walk.pt"}}
 
 
 def weights_only_state(checkpoint: dict[str, Any], provenance: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -98,9 +102,9 @@ def verify_shipped(path: Path) -> None:
                               "or was replaced; restore it with git checkout")
 
 
-def shipped_llc_path(robot_name: str) -> Path | None:
-    """The shipped ASE controller for `robot_name`, or None if none ships."""
-    name = SHIPPED_LLC.get(robot_name)
+def shipped_llc_path(robot_name: str, task_name: str | None = None) -> Path | None:
+    """The shipped ASE controller for task `task_name` on `robot_name`, or None if none ships."""
+    name = SHIPPED_TASK_LLC.get(robot_name, {}).get(task_name) or SHIPPED_LLC.get(robot_name)
     if name is None or not (PRETRAINED_DIR / name).is_file():
         return None
     return PRETRAINED_DIR / name
