@@ -13,6 +13,10 @@ with the motion data and with each other:
 * spread across latents of mean horizontal root speed (m/s), turning rate |d heading / dt|
   (rad/s, over 0.5 s windows) and root height (m): a controller whose latents all do the same
   thing has ~0 spread.
+* directions of travel: where each latent's net displacement points relative to its start
+  heading, and the smallest arc holding them all (`span_rad`). A high-level policy steers by
+  choosing latents, so a controller whose latents all go the same way cannot be steered, however
+  fast they walk.
 * speed by skill: for each clip, its own mean horizontal root speed in the data next to the
   mean and fastest root speed of the latents whose skill it is (a "walk" latent that steps in
   place at 0.2 m/s matches the walk clip's poses, not its 1.5 m/s).
@@ -57,6 +61,8 @@ VIDEO_FRAME_STRIDE = 2  # control steps per video frame: 15 fps halves the rende
 TURNING_WINDOW_S = 0.5
 """Turning rates are heading changes over windows this long: step by step, the pelvis's yaw swing
 within a stride counts as turning (the walk clip: 0.59 rad/s step by step, 0.33 over 0.5 s)."""
+MIN_TRAVEL_M = 1.0
+"""A latent has a direction of travel only if its root ends at least this far from its start."""
 
 
 START_CHOICES = ("standing", "reference")
@@ -116,6 +122,29 @@ def mean_turning_rate(heading_steps: torch.Tensor, steps_used: torch.Tensor, win
     used = steps_used.long().clamp(0, total_steps)
     one_window = heading[used, torch.arange(k, device=heading.device)].abs() / (used.clamp_min(1) * dt)
     return torch.where(count > 0, windowed, torch.where(used > 0, one_window, math.nan))
+
+
+def travel_directions(root_xy: torch.Tensor, start_heading: torch.Tensor,
+                      min_distance: float = MIN_TRAVEL_M) -> torch.Tensor:
+    """Direction `[K]` (rad, [-pi, pi), + = to the left) of each latent's net displacement, from
+    its first to its last recorded root position (`root_xy [T + 1, K, 2]`, NaN from a fall on),
+    relative to its heading at the start (`start_heading [K]`); NaN where the root ended less
+    than `min_distance` m from its start."""
+    steps = torch.arange(root_xy.shape[0], device=root_xy.device)[:, None]
+    last = torch.where(torch.isfinite(root_xy[..., 0]), steps, 0).amax(dim=0)  # [K]
+    displacement = root_xy[last, torch.arange(root_xy.shape[1], device=root_xy.device)] - root_xy[0]
+    angle = rot.normalize_angle(torch.atan2(displacement[:, 1], displacement[:, 0]) - start_heading)
+    return torch.where(displacement.norm(dim=-1) >= min_distance, angle, math.nan)
+
+
+def direction_span(directions: torch.Tensor) -> float:
+    """The smallest arc (rad) holding every finite direction of `directions [K]`: 0 when all
+    point the same way, near 2 pi when they point every way; NaN when none is finite."""
+    angles = directions[torch.isfinite(directions)].double().sort().values
+    if angles.numel() == 0:
+        return math.nan
+    gaps = torch.cat([angles.diff(), (angles[:1] + 2 * math.pi) - angles[-1:]])
+    return float(2 * math.pi - gaps.max())
 
 
 def standing_thresholds(standing_body_pos: torch.Tensor, head_id: int,
@@ -247,6 +276,7 @@ class LatentRollouts:
     enc_z_sum: torch.Tensor  # [K] enc(amp_obs) . z
     fall_step: torch.Tensor  # [K] long: control step at which the fall criterion fired, -1: none
     root_xy: torch.Tensor  # [T + 1, K, 2] root path (NaN from a fall on)
+    start_heading: torch.Tensor  # [K] root heading at the start, rad
     qpos: np.ndarray | None  # [T + 1, n, nq] MuJoCo qpos of the first n envs (frozen at a fall), for video
 
 
@@ -264,12 +294,13 @@ def roll_out_latents(env, agent, latents: torch.Tensor, steps: int, quality: Mot
     out = LatentRollouts(torch.zeros(k, quality.num_clips, dtype=torch.long, device=dev), _zeros(k, dev),
                          _zeros(k, dev), _zeros(k, dev), torch.zeros(steps, k, dtype=torch.float64, device=dev),
                          _zeros(k, dev), _zeros(k, dev), torch.full((k,), -1, dtype=torch.long, device=dev),
-                         torch.full((steps + 1, k, 2), math.nan, device=dev), None)
+                         torch.full((steps + 1, k, 2), math.nan, device=dev), _zeros(k, dev), None)
     qpos = [] if record_envs else None
     obs = env.reset()
     state = env.sim.state
     out.root_xy[0] = state.root_pos[:, :2]
     heading = rot.calc_heading(state.root_rot)
+    out.start_heading = heading.clone()
     alive = torch.ones(k, dtype=torch.bool, device=dev)
     if qpos is not None:
         qpos.append(np.stack([env.render_state(i) for i in range(record_envs)]))
@@ -394,6 +425,8 @@ def build_report(rollouts: LatentRollouts, getup: GetupResult, clip_names: list[
     enc_z = _per_latent_mean(rollouts.enc_z_sum, used)
     error_cm = 100.0 * _per_latent_mean(rollouts.error_sum, used)
     fell = rollouts.fall_step >= 0
+    directions = travel_directions(rollouts.root_xy, rollouts.start_heading)
+    moved = torch.isfinite(directions)
     total_used = float(used.sum())
     return {
         "latents": options.num_latents,
@@ -408,6 +441,8 @@ def build_report(rollouts: LatentRollouts, getup: GetupResult, clip_names: list[
         "root_speed": spread(speed),
         "speed_by_skill": speed_by_skill(speed, skills, clip_speed, clip_names, fell),
         "turn_rate": spread(turn),
+        "travel_direction": {**spread(directions[moved]), "span_rad": direction_span(directions),
+                             "moved": int(moved.sum()), "min_distance_m": MIN_TRAVEL_M},
         "root_height": spread(height),
         "enc_z": float(rollouts.enc_z_sum.sum()) / total_used if total_used else None,
         "getup": {
@@ -426,6 +461,7 @@ def build_report(rollouts: LatentRollouts, getup: GetupResult, clip_names: list[
             "skill": [clip_names[i] for i in skills.tolist()],
             "root_speed": _plain(speed),
             "turn_rate": _plain(turn),
+            "travel_direction": _plain(directions),
             "root_height": _plain(height),
             "key_body_error_cm": _plain(error_cm),
             "enc_z": _plain(enc_z),
@@ -464,6 +500,7 @@ def format_summary(report: dict) -> str:
         f"  clip coverage: {report['clip_coverage']} of {report['num_clips']} clips are a latent's skill ({clips})",
         f"  across latents: root speed {ranged('root_speed', 'm/s')}; turning {ranged('turn_rate', 'rad/s')}; "
         f"root height {ranged('root_height', 'm')}",
+        f"  {travel_text(report['travel_direction'])}",
         "  root speed by skill, latents (clip): " + "; ".join(
             f"{short[name]} {skill_speed_text(entry)}"
             for name, entry in report["speed_by_skill"].items() if "mean_m_s" in entry),
@@ -472,6 +509,15 @@ def format_summary(report: dict) -> str:
         f"  {getup_line}",
     ]
     return "\n".join(lines)
+
+
+def travel_text(travel: dict) -> str:
+    """'directions of travel (52 latents that moved >= 1 m): span 115 deg, -15 to +100 deg ...'."""
+    if not travel["moved"]:
+        return f"directions of travel: no latent moved {travel['min_distance_m']:.0f} m"
+    return (f"directions of travel ({travel['moved']} latents that moved >= {travel['min_distance_m']:.0f} m): "
+            f"span {math.degrees(travel['span_rad']):.0f} deg, {math.degrees(travel['min']):+.0f} to "
+            f"{math.degrees(travel['max']):+.0f} deg from the start heading (+: left)")
 
 
 def skill_speed_text(entry: dict) -> str:

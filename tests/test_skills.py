@@ -26,6 +26,7 @@ from ase_humanoid.robots.description import load_robot
 from ase_humanoid.skills import (
     USABLE_TARGETS,
     clip_root_speeds,
+    direction_span,
     format_usability,
     heading_change,
     is_standing,
@@ -36,8 +37,8 @@ from ase_humanoid.skills import (
     spread,
     standing_thresholds,
     tile_grid,
-    usability,
-)
+    travel_directions,
+    usability)
 
 SIX_CLIPS = PROJECT_ROOT / "motions" / "dataset_amp_humanoid_all.yaml"
 TINY_ASE = ["task=HumanoidASE", "num_envs=4", "seed=5",
@@ -148,6 +149,29 @@ def test_speed_by_skill_groups_latents_under_their_clip():
     assert out["hop"]["latents"] == 1 and out["hop"]["max_m_s"] == 1.0
 
 
+def test_travel_direction_is_the_net_displacement_seen_from_the_start_heading():
+    steps = torch.linspace(0.0, 1.0, 11)[:, None]  # 11 recorded positions, 0..1 of the way
+    ahead, left, behind = torch.tensor([3.0, 0.0]), torch.tensor([0.0, 2.0]), torch.tensor([-2.0, 0.0])
+    paths = torch.stack([steps * ahead, steps * left, steps * behind, steps * (0.25 * ahead),
+                         steps * left], dim=1)  # [11, 5, 2]
+    paths[6:, 4] = math.nan  # latent 4 fell half-way: its last recorded position counts
+    start_heading = torch.tensor([0.0, 0.0, 0.0, 0.0, math.pi / 2])  # latent 4 faced +y
+    directions = travel_directions(paths, start_heading)
+    assert directions[:3].tolist() == pytest.approx([0.0, math.pi / 2, -math.pi])
+    assert math.isnan(directions[3])  # ended 0.75 m from its start: no direction
+    assert directions[4] == pytest.approx(0.0)  # 1 m straight ahead of where it faced
+
+
+def test_direction_span_is_the_smallest_arc_holding_every_direction():
+    assert direction_span(torch.tensor([0.3, 0.3, 0.3])) == pytest.approx(0.0)
+    assert direction_span(torch.tensor([-0.2, 0.5, math.nan])) == pytest.approx(0.7)
+    # across the back: 170 and -170 degrees are 20 degrees apart, not 340
+    assert direction_span(torch.tensor([math.radians(170), math.radians(-170)])) == pytest.approx(math.radians(20))
+    quarter = torch.tensor([0.0, math.pi / 2, math.pi, -math.pi / 2])
+    assert direction_span(quarter) == pytest.approx(1.5 * math.pi)
+    assert math.isnan(direction_span(torch.tensor([math.nan])))
+
+
 def test_speed_by_skill_gives_the_speed_of_the_latents_that_stayed_up():
     # two walk latents run fast and fall; the two that stay up are slow: the mean hides it
     latent_speed = torch.tensor([3.0, 3.2, 0.3, 0.5, 1.0])
@@ -245,8 +269,10 @@ def test_command_reports_json_and_writes_video_and_paths(untrained_ase_checkpoin
     assert getup["root_threshold_m"] == pytest.approx(0.8 * 0.89) and 1.0 < getup["head_threshold_m"] < 1.2
     assert 0.0 < getup["start_head_height_m"] <= getup["best_head_height_m"] < 2.0  # how far up it came
     per_latent = report["per_latent"]
-    for key in ("skill", "root_speed", "turn_rate", "root_height", "key_body_error_cm", "enc_z", "fell",
-                "fall_time_s"):
+    travel = report["travel_direction"]
+    assert 0 <= travel["moved"] <= 4 and travel["min_distance_m"] == 1.0
+    for key in ("skill", "root_speed", "turn_rate", "travel_direction", "root_height", "key_body_error_cm", "enc_z",
+                "fell", "fall_time_s"):
         assert len(per_latent[key]) == 4, key
     assert set(per_latent["skill"]) <= set(report["clip_counts"])
     by_skill = report["speed_by_skill"]
