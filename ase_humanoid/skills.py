@@ -14,9 +14,10 @@ with the motion data and with each other:
   (rad/s, over 0.5 s windows) and root height (m): a controller whose latents all do the same
   thing has ~0 spread.
 * directions of travel: where each latent's net displacement points relative to its start
-  heading, and the smallest arc holding them all (`span_rad`). A high-level policy steers by
-  choosing latents, so a controller whose latents all go the same way cannot be steered, however
-  fast they walk.
+  heading, and the smallest arc holding them all (`span_rad`); and the signed turning rate once
+  under way (`steady_turn_rate`, rad/s, + = left, after the first `SETTLE_S` seconds). A
+  high-level policy steers by switching latents every few steps, so what it needs is latents
+  that turn different ways while walking, not only ones that set off in different directions.
 * speed by skill: for each clip, its own mean horizontal root speed in the data next to the
   mean and fastest root speed of the latents whose skill it is (a "walk" latent that steps in
   place at 0.2 m/s matches the walk clip's poses, not its 1.5 m/s).
@@ -62,6 +63,8 @@ TURNING_WINDOW_S = 0.5
 """Turning rates are heading changes over windows this long: step by step, the pelvis's yaw swing
 within a stride counts as turning (the walk clip: 0.59 rad/s step by step, 0.33 over 0.5 s)."""
 MIN_TRAVEL_M = 1.0
+SETTLE_S = 2.0
+"""`steady_turn_rate` leaves out the first this many seconds: setting off from standing."""
 """A latent has a direction of travel only if its root ends at least this far from its start."""
 
 
@@ -135,6 +138,15 @@ def travel_directions(root_xy: torch.Tensor, start_heading: torch.Tensor,
     displacement = root_xy[last, torch.arange(root_xy.shape[1], device=root_xy.device)] - root_xy[0]
     angle = rot.normalize_angle(torch.atan2(displacement[:, 1], displacement[:, 0]) - start_heading)
     return torch.where(displacement.norm(dim=-1) >= min_distance, angle, math.nan)
+
+
+def steady_turn_rate(heading_steps: torch.Tensor, steps_used: torch.Tensor, skip: int, dt: float) -> torch.Tensor:
+    """Signed mean turning rate `[K]` (rad/s, + = left) after the first `skip` control steps, from
+    the per-step heading changes `heading_steps [T, K]` (0 from a fall on) and the steps before a
+    fall `steps_used [K]`; NaN for a latent that fell within `skip` steps."""
+    steps = (steps_used - skip).clamp_min(0)
+    total = heading_steps[skip:].sum(dim=0)
+    return torch.where(steps > 0, total / (steps.clamp_min(1) * dt), math.nan)
 
 
 def direction_span(directions: torch.Tensor) -> float:
@@ -427,6 +439,7 @@ def build_report(rollouts: LatentRollouts, getup: GetupResult, clip_names: list[
     fell = rollouts.fall_step >= 0
     directions = travel_directions(rollouts.root_xy, rollouts.start_heading)
     moved = torch.isfinite(directions)
+    steady_turn = steady_turn_rate(rollouts.heading_steps, used, round(SETTLE_S / dt), dt)
     total_used = float(used.sum())
     return {
         "latents": options.num_latents,
@@ -443,6 +456,7 @@ def build_report(rollouts: LatentRollouts, getup: GetupResult, clip_names: list[
         "turn_rate": spread(turn),
         "travel_direction": {**spread(directions[moved]), "span_rad": direction_span(directions),
                              "moved": int(moved.sum()), "min_distance_m": MIN_TRAVEL_M},
+        "steady_turn_rate": {**spread(steady_turn[torch.isfinite(steady_turn)]), "after_s": SETTLE_S},
         "root_height": spread(height),
         "enc_z": float(rollouts.enc_z_sum.sum()) / total_used if total_used else None,
         "getup": {
@@ -462,6 +476,7 @@ def build_report(rollouts: LatentRollouts, getup: GetupResult, clip_names: list[
             "root_speed": _plain(speed),
             "turn_rate": _plain(turn),
             "travel_direction": _plain(directions),
+            "steady_turn_rate": _plain(steady_turn),
             "root_height": _plain(height),
             "key_body_error_cm": _plain(error_cm),
             "enc_z": _plain(enc_z),
@@ -501,6 +516,7 @@ def format_summary(report: dict) -> str:
         f"  across latents: root speed {ranged('root_speed', 'm/s')}; turning {ranged('turn_rate', 'rad/s')}; "
         f"root height {ranged('root_height', 'm')}",
         f"  {travel_text(report['travel_direction'])}",
+        f"  {steady_turn_text(report['steady_turn_rate'])}",
         "  root speed by skill, latents (clip): " + "; ".join(
             f"{short[name]} {skill_speed_text(entry)}"
             for name, entry in report["speed_by_skill"].items() if "mean_m_s" in entry),
@@ -518,6 +534,13 @@ def travel_text(travel: dict) -> str:
     return (f"directions of travel ({travel['moved']} latents that moved >= {travel['min_distance_m']:.0f} m): "
             f"span {math.degrees(travel['span_rad']):.0f} deg, {math.degrees(travel['min']):+.0f} to "
             f"{math.degrees(travel['max']):+.0f} deg from the start heading (+: left)")
+
+
+def steady_turn_text(turn: dict) -> str:
+    if math.isnan(turn["mean"]):
+        return "turning once under way: no latent stayed up"
+    return (f"turning once under way (after {turn['after_s']:.0f} s, + left): {turn['mean']:+.2f} +- "
+            f"{turn['std']:.2f} rad/s [{turn['min']:+.2f}, {turn['max']:+.2f}]")
 
 
 def skill_speed_text(entry: dict) -> str:

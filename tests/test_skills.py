@@ -36,6 +36,7 @@ from ase_humanoid.skills import (
     speed_by_skill,
     spread,
     standing_thresholds,
+    steady_turn_rate,
     tile_grid,
     travel_directions,
     usability)
@@ -162,6 +163,18 @@ def test_travel_direction_is_the_net_displacement_seen_from_the_start_heading():
     assert directions[4] == pytest.approx(0.0)  # 1 m straight ahead of where it faced
 
 
+def test_steady_turn_rate_leaves_out_the_set_off_and_the_steps_after_a_fall():
+    dt = 0.1
+    heading_steps = torch.zeros(10, 3, dtype=torch.float64)
+    heading_steps[:2] = 1.0  # every latent turns hard while setting off (left out)
+    heading_steps[2:, 0] = 0.05  # then latent 0 keeps turning left at 0.5 rad/s
+    heading_steps[2:, 1] = -0.02  # latent 1 right at 0.2 rad/s
+    steps_used = torch.tensor([10.0, 10.0, 2.0], dtype=torch.float64)  # latent 2 fell at step 2
+    rate = steady_turn_rate(heading_steps, steps_used, skip=2, dt=dt)
+    assert rate[:2].tolist() == pytest.approx([0.5, -0.2])
+    assert math.isnan(rate[2])
+
+
 def test_direction_span_is_the_smallest_arc_holding_every_direction():
     assert direction_span(torch.tensor([0.3, 0.3, 0.3])) == pytest.approx(0.0)
     assert direction_span(torch.tensor([-0.2, 0.5, math.nan])) == pytest.approx(0.7)
@@ -271,8 +284,11 @@ def test_command_reports_json_and_writes_video_and_paths(untrained_ase_checkpoin
     per_latent = report["per_latent"]
     travel = report["travel_direction"]
     assert 0 <= travel["moved"] <= 4 and travel["min_distance_m"] == 1.0
-    for key in ("skill", "root_speed", "turn_rate", "travel_direction", "root_height", "key_body_error_cm", "enc_z",
-                "fell", "fall_time_s"):
+    steady = report["steady_turn_rate"]  # 1 s rollouts: no latent gets past the 2 s of setting off
+    assert steady["after_s"] == 2.0 and math.isnan(steady["mean"])
+    assert all(rate is None for rate in report["per_latent"]["steady_turn_rate"])
+    for key in ("skill", "root_speed", "turn_rate", "travel_direction", "steady_turn_rate", "root_height",
+                "key_body_error_cm", "enc_z", "fell", "fall_time_s"):
         assert len(per_latent[key]) == 4, key
     assert set(per_latent["skill"]) <= set(report["clip_counts"])
     by_skill = report["speed_by_skill"]
