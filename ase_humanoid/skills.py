@@ -63,9 +63,9 @@ TURNING_WINDOW_S = 0.5
 """Turning rates are heading changes over windows this long: step by step, the pelvis's yaw swing
 within a stride counts as turning (the walk clip: 0.59 rad/s step by step, 0.33 over 0.5 s)."""
 MIN_TRAVEL_M = 1.0
+"""A latent has a direction of travel only if its root ends at least this far from its start."""
 SETTLE_S = 2.0
 """`steady_turn_rate` leaves out the first this many seconds: setting off from standing."""
-"""A latent has a direction of travel only if its root ends at least this far from its start."""
 
 
 START_CHOICES = ("standing", "reference")
@@ -454,9 +454,9 @@ def build_report(rollouts: LatentRollouts, getup: GetupResult, clip_names: list[
         "root_speed": spread(speed),
         "speed_by_skill": speed_by_skill(speed, skills, clip_speed, clip_names, fell),
         "turn_rate": spread(turn),
-        "travel_direction": {**spread(directions[moved]), "span_rad": direction_span(directions),
+        "travel_direction": {**spread(directions), "span_rad": direction_span(directions),
                              "moved": int(moved.sum()), "min_distance_m": MIN_TRAVEL_M},
-        "steady_turn_rate": {**spread(steady_turn[torch.isfinite(steady_turn)]), "after_s": SETTLE_S},
+        "steady_turn_rate": {**spread(steady_turn), "after_s": SETTLE_S},  # spread skips NaN
         "root_height": spread(height),
         "enc_z": float(rollouts.enc_z_sum.sum()) / total_used if total_used else None,
         "getup": {
