@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from ase_humanoid.utils.shipped_models import (
-    PRETRAINED_DIR, POLICY_AGENT_ENTRIES, SHIPPED_LLC, WEIGHTS_FORMAT, card_metrics, read_checksums,
+    PRETRAINED_DIR, POLICY_AGENT_ENTRIES, SHIPPED_LLC, SHIPPED_TASK_LLC, WEIGHTS_FORMAT, card_metrics, read_checksums,
     sha256_of)
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
@@ -21,6 +21,8 @@ MODELS = sorted(PRETRAINED_DIR.glob("*.pt"))
 
 def test_a_controller_ships_and_every_file_is_listed():
     assert (PRETRAINED_DIR / SHIPPED_LLC["amp_humanoid"]).is_file()
+    for by_task in SHIPPED_TASK_LLC.values():  # a task's own default must ship too
+        assert all((PRETRAINED_DIR / name).is_file() for name in by_task.values())
     listed = read_checksums(PRETRAINED_DIR)
     assert sorted(listed) == [m.name for m in MODELS]
 
