@@ -62,6 +62,11 @@ class PPOConfig:
     bounds_soft_limit: float = 1.0  # action means beyond +-this are penalised quadratically
     truncate_grads: bool = False  # the release configs set this False (no clipping) ...
     grad_norm: float = 1.0  # ... with this norm when truncate_grads is True
+    # what the update's hidden layers compute in: "float32" (the release), "bfloat16" (under
+    # torch.autocast; output heads, losses, gradients' accumulation and Adam stay float32) or
+    # "auto" (bfloat16 on a CPU with AMX matrix units, where its matrix products are several
+    # times faster, else float32). The rollout's forward passes stay float32.
+    update_precision: str = "float32"
     # reproducibility: None draws a seed from torch's global generator
     seed: int | None = None
 
@@ -88,6 +93,7 @@ class PPOConfig:
         _check(self.value_norm_clip is None or self.value_norm_clip > 0, "value_norm_clip",
                f"must be > 0 or null, got {self.value_norm_clip}")
         _check_choice(self, "normalizer_update", _WHEN)
+        _check_choice(self, "update_precision", _PRECISIONS)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -178,6 +184,7 @@ class ASEConfig(AMPConfig):
 
 _ACTIVATIONS = {"relu", "elu", "tanh", "silu"}
 _WHEN = ("per_minibatch", "per_epoch")  # choices of normalizer_update and disc_sampling
+_PRECISIONS = ("float32", "bfloat16", "auto")  # choices of update_precision
 
 
 # Loss coefficients, reward weights and scales, regularisers: a negative one turns a penalty

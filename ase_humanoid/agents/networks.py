@@ -29,6 +29,16 @@ def mlp_weights(mlp: nn.Sequential) -> list[torch.Tensor]:
     return [m.weight for m in mlp if isinstance(m, nn.Linear)]
 
 
+def full_precision(linear: nn.Linear, h: torch.Tensor) -> torch.Tensor:
+    """`linear(h)` in float32 even under autocast: with a bfloat16 update only the hidden layers
+    round to bfloat16, while action means, values, logits and encodings keep float32 weights and
+    outputs (PPO's probability ratios against the float32 rollout stay near 1)."""
+    if not torch.is_autocast_enabled(h.device.type):
+        return linear(h)
+    with torch.autocast(h.device.type, enabled=False):
+        return linear(h.float())
+
+
 def _uniform_linear(in_dim: int, out_dim: int, scale: float) -> nn.Linear:
     linear = nn.Linear(in_dim, out_dim)
     nn.init.uniform_(linear.weight, -scale, scale)
@@ -55,7 +65,7 @@ class GaussianActor(nn.Module):
             self.register_buffer("log_std", log_std)
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
-        return self.mu(self.mlp(obs))
+        return full_precision(self.mu, self.mlp(obs))
 
 
 class ValueNet(nn.Module):
@@ -68,7 +78,7 @@ class ValueNet(nn.Module):
         nn.init.zeros_(self.out.bias)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.out(self.mlp(x)).squeeze(-1)
+        return full_precision(self.out, self.mlp(x)).squeeze(-1)
 
 
 class LatentActor(nn.Module):
@@ -128,13 +138,13 @@ class Discriminator(nn.Module):
 
     def logit_from_features(self, h: torch.Tensor) -> torch.Tensor:
         """The logit head on trunk outputs `h [n, units[-1]] -> [n]`."""
-        return self.logit_head(h).squeeze(-1)
+        return full_precision(self.logit_head, h).squeeze(-1)
 
     def encode_features(self, h: torch.Tensor) -> torch.Tensor:
         """The encoder head on trunk outputs `h [n, units[-1]] -> [n, enc_dim]`, unit rows."""
         if self.enc_head is None:
             raise RuntimeError("this discriminator was built without an encoder head")
-        return F.normalize(self.enc_head(h), dim=-1)
+        return F.normalize(full_precision(self.enc_head, h), dim=-1)
 
     def logit_weights(self) -> torch.Tensor:
         return self.logit_head.weight
