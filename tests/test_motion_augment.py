@@ -1,0 +1,107 @@
+"""Turning clips from straight ones (ase_humanoid/motion/augment.py, tools/curve_motion.py): the
+path turns at the asked rate, the poses and the speed along the path stay the clip's, turning
+back undoes it, and the shipped turning clips are what the tool makes of the walk clip."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+import torch
+
+from ase_humanoid.errors import MotionFileError
+from ase_humanoid.motion.augment import curve_path
+from ase_humanoid.motion.io import load_motion
+from ase_humanoid.utils import rotations as rot
+from tools import curve_motion
+
+ROOT = Path(__file__).resolve().parents[1]
+WALK = ROOT / "motions" / "amp_humanoid" / "amp_humanoid_walk.npy"
+
+
+@pytest.fixture(scope="module")
+def walk():
+    return load_motion(WALK)
+
+
+def unwrapped_heading(clip) -> torch.Tensor:
+    """Root heading `[T]` without jumps of 2 pi."""
+    step = rot.normalize_angle(torch.diff(rot.calc_heading(clip.local_rotation[:, 0])))
+    return torch.cat([torch.zeros(1, dtype=step.dtype), torch.cumsum(step, 0)])
+
+
+@pytest.mark.parametrize("yaw_rate", [0.5, -1.0])
+def test_path_turns_at_the_rate_and_keeps_poses_and_speed(walk, yaw_rate):
+    curved = curve_path(walk, yaw_rate)
+    extra = unwrapped_heading(curved) - unwrapped_heading(walk)
+    times = torch.arange(walk.num_frames, dtype=extra.dtype) / walk.fps
+    assert torch.allclose(extra, yaw_rate * times, atol=1e-4)
+    assert torch.equal(curved.local_rotation[:, 1:], walk.local_rotation[:, 1:])
+    assert torch.equal(curved.root_translation[:, 2], walk.root_translation[:, 2])
+    step_length = lambda clip: torch.diff(clip.root_translation[:, :2], dim=0).norm(dim=-1)  # noqa: E731
+    assert torch.allclose(step_length(curved), step_length(walk), atol=1e-5)
+    assert torch.allclose(curved.root_translation[0], walk.root_translation[0])
+
+
+def test_velocities_seen_from_the_root_gain_only_the_turn(walk):
+    """What the AMP observations see: the root's angular velocity about z grows by the yaw rate,
+    its velocity in its own heading frame stays (away from the smoothed ends of the clip)."""
+    yaw_rate = 0.8
+    curved = curve_path(walk, yaw_rate)
+    inner = slice(10, -10)
+    spin = curved.global_angular_velocity[inner, 0, 2] - walk.global_angular_velocity[inner, 0, 2]
+    assert torch.allclose(spin, torch.full_like(spin, yaw_rate), atol=0.02)
+
+    def local_velocity(clip):
+        heading_inv = rot.calc_heading_quat_inv(clip.local_rotation[inner, 0])
+        return rot.quat_rotate(heading_inv, clip.global_velocity[inner, 0])
+
+    assert (local_velocity(curved) - local_velocity(walk)).abs().max() < 0.05
+
+
+def test_turning_back_restores_the_clip(walk):
+    back = curve_path(curve_path(walk, 1.2), -1.2)
+    assert torch.allclose(back.root_translation, walk.root_translation, atol=1e-5)
+    assert torch.allclose(rot.quat_angle_between(back.local_rotation[:, 0], walk.local_rotation[:, 0]),
+                          torch.zeros(walk.num_frames), atol=1e-3)
+
+
+@pytest.mark.parametrize("yaw_rate", [math.nan, math.inf, 10.0])
+def test_implausible_yaw_rate_is_a_clear_error(walk, yaw_rate):
+    with pytest.raises(MotionFileError, match="yaw rate"):
+        curve_path(walk, yaw_rate)
+
+
+@pytest.mark.parametrize("name, yaw_rate", [("left_0.5", 0.5), ("right_0.5", -0.5), ("left_1.0", 1.0),
+                                            ("right_1.0", -1.0)])
+def test_shipped_turning_clips_are_the_tools_output(walk, name, yaw_rate):
+    shipped = load_motion(ROOT / "motions" / "turning" / f"amp_humanoid_walk_{name}.npy")
+    made = curve_path(walk, yaw_rate)
+    assert shipped.num_frames == made.num_frames and shipped.fps == made.fps
+    assert torch.allclose(shipped.root_translation, made.root_translation, atol=1e-5)
+    assert torch.allclose(shipped.global_translation, made.global_translation, atol=1e-4)
+
+
+def test_cli_writes_a_clip_that_loads(tmp_path, capsys):
+    out = tmp_path / "walk_left.npy"
+    assert curve_motion.main([str(WALK), "--yaw-rate", "0.7", "--out", str(out)]) == 0
+    assert "wrote" in capsys.readouterr().out
+    assert load_motion(out).num_frames == load_motion(WALK).num_frames
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--yaw-rate", "0.5", "--out", "{tmp}/walk.txt"], "suffix"),
+    (["--yaw-rate", "99", "--out", "{tmp}/walk.npy"], "yaw rate"),
+])
+def test_cli_bad_arguments_name_the_problem_and_write_nothing(tmp_path, capsys, args, message):
+    args = [a.replace("{tmp}", str(tmp_path)) for a in args]
+    assert curve_motion.main([str(WALK), *args]) == 2
+    assert message in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_cli_missing_input_names_the_file(tmp_path, capsys):
+    missing = tmp_path / "nope.npy"
+    assert curve_motion.main([str(missing), "--yaw-rate", "0.5", "--out", str(tmp_path / "o.npy")]) == 2
+    assert "nope.npy" in capsys.readouterr().err
