@@ -46,6 +46,19 @@ def describe_profile(cfg: DictConfig) -> str:
             "profile=paper for the ASE release's settings)")
 
 
+def describe_update_precision(agent) -> str | None:
+    """A start-up line saying what the update computes in, unless it is plain float32 (`auto`
+    depends on the machine, so the line says what it chose)."""
+    precision = getattr(agent.config, "update_precision", "float32")
+    if precision == "float32":
+        return None
+    chosen = "bfloat16" if agent.update_dtype == torch.bfloat16 else "float32"
+    if precision == "auto":
+        why = "a CPU with AMX" if chosen == "bfloat16" else f"no AMX on {agent.device.type}"
+        return f"update precision: {chosen} (update_precision=auto: {why})"
+    return f"update precision: {chosen} hidden layers (update_precision={precision})"
+
+
 def make_run_dir(cfg: DictConfig) -> Path:
     if cfg.run_dir is not None:
         return Path(cfg.run_dir)
@@ -217,6 +230,9 @@ def train_in_run_dir(cfg: DictConfig, run_dir: Path, resume_from: Path | None, r
         print(f"run folder: {run_dir}  task={cfg.task.name} algo={cfg.train.algo} robot={cfg.robot.name} "
               f"sim={cfg.sim.name} device={cfg.device} num_envs={cfg.num_envs} world_size={world_size}", flush=True)
         print(describe_profile(cfg), flush=True)
+        precision = describe_update_precision(agent)
+        if precision is not None:
+            print(precision, flush=True)
     logger = TrainingLogger(run_dir, int(cfg.max_epochs), enabled=is_main, purge_step=purge_step)
     try:
         runner.learn(logger)

@@ -71,3 +71,15 @@ def test_auto_picks_bfloat16_only_on_a_cpu_with_amx(monkeypatch):
 def test_unknown_precision_names_the_key_and_the_choices():
     with pytest.raises(ConfigError, match=r"update_precision.*float16.*float32.*bfloat16.*auto"):
         make("ppo", update_precision="float16")
+
+
+def test_start_up_line_says_what_auto_chose(monkeypatch):
+    from ase_humanoid.app import describe_update_precision
+
+    assert describe_update_precision(make("ppo", update_precision="float32")) is None
+    monkeypatch.setattr(ppo, "cpu_has_amx", lambda: True)
+    assert describe_update_precision(make("ppo", update_precision="auto")) == \
+        "update precision: bfloat16 (update_precision=auto: a CPU with AMX)"
+    monkeypatch.setattr(ppo, "cpu_has_amx", lambda: False)
+    assert describe_update_precision(make("ppo", update_precision="auto")) == \
+        "update precision: float32 (update_precision=auto: no AMX on cpu)"
