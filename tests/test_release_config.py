@@ -36,6 +36,8 @@ _COMMON = {
     # targets and critic outputs clamped to +-5 in normalised units, and observation statistics
     # updated by every training minibatch's forward pass
     "value_norm_clip": 5.0, "normalizer_update": "per_minibatch",
+    # the release's mixed_precision: False, float32 throughout
+    "update_precision": "float32",
 }
 _AMP_COMMON = {
     "amp_obs_demo_buffer_size": 200000, "amp_replay_buffer_size": 200000, "amp_replay_keep_prob": 0.01,
@@ -84,7 +86,7 @@ OURS_ONLY = {
 RELEASE_UNMAPPED = {
     "seed": "-1 (a random seed); here the top-level seed (42), a deliberate difference (DELIBERATE)",
     "lr_schedule": "constant, the only schedule here",
-    "mixed_precision": "False; this project trains in float32 only",
+    "mixed_precision": "False: compared as update_precision float32; the CPU profile's auto has its row in the differences table",
     "reward_shaper.scale_value": "1, the identity",
     "seq_len": "only used by recurrent networks, which neither uses",
     "score_to_win / save_best_after / print_stats": "rl_games bookkeeping with no effect on training",
