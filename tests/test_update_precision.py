@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import pytest
 import torch
+from test_update_equivalence import make, train
 
 from ase_humanoid.agents import ppo
 from ase_humanoid.agents.networks import GaussianActor
 from ase_humanoid.errors import ConfigError
-from tests.test_update_equivalence import make, train
 
 pytestmark = pytest.mark.usefixtures("single_torch_thread")
 
