@@ -4,7 +4,6 @@ and messages that misled now say what is wrong and what is valid."""
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import re
 from pathlib import Path
@@ -12,9 +11,9 @@ from pathlib import Path
 import gymnasium
 import numpy as np
 import pytest
+from project_scripts import load_script
 
 import ase_humanoid  # noqa: F401  (registers the gymnasium ids)
-from ase_humanoid import PROJECT_ROOT
 from ase_humanoid.app import run
 from ase_humanoid.builders import build_env
 from ase_humanoid.config import compose_config
@@ -31,10 +30,7 @@ def _make(task: str = "HumanoidAMP", num_envs=1, **options):
 
 
 def _tool(name: str):
-    spec = importlib.util.spec_from_file_location(name, PROJECT_ROOT / "tools" / f"{name}.py")
-    tool = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(tool)
-    return tool
+    return load_script(f"tools/{name}.py")
 
 
 # ------------------------------------------------------ item 15: the gymnasium entry's checks

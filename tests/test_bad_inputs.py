@@ -3,7 +3,6 @@ error naming the key or file (or, for a diverging run, the epoch and the statist
 
 from __future__ import annotations
 
-import importlib.util
 import math
 from pathlib import Path
 from types import SimpleNamespace
@@ -11,6 +10,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 import torch
+from project_scripts import load_script
 
 from ase_humanoid import PROJECT_ROOT
 from ase_humanoid.agents import AMPConfig, PPOAgent, PPOConfig, from_dict
@@ -151,10 +151,7 @@ def test_checkpoint_with_integer_weights_is_refused(tmp_path):
 
 # ---------------------------------------------------------------- item 14: retarget --out
 def _retarget_tool():
-    spec = importlib.util.spec_from_file_location("retarget_motion", PROJECT_ROOT / "tools" / "retarget_motion.py")
-    tool = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(tool)
-    return tool
+    return load_script("tools/retarget_motion.py")
 
 
 def _retarget(tool, out):

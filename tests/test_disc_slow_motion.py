@@ -1,10 +1,10 @@
 """benchmarks/disc_slow_motion.py: slowed demo windows and the command on the shipped controller."""
 
-import importlib.util
 import json
 
 import pytest
 import torch
+from project_scripts import load_script
 
 from ase_humanoid import PROJECT_ROOT
 from ase_humanoid.builders import build_env
@@ -14,10 +14,7 @@ SHIPPED_CONTROLLER = PROJECT_ROOT / "pretrained" / "ase_llc_amp_humanoid.pt"
 
 
 def _command():
-    spec = importlib.util.spec_from_file_location("disc_slow_motion", PROJECT_ROOT / "benchmarks" / "disc_slow_motion.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("benchmarks/disc_slow_motion.py")
 
 
 @pytest.fixture(scope="module")

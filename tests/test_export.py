@@ -4,12 +4,12 @@ PyTorch agents' deterministic actions on 100 observations."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
 import pytest
 import torch
+from project_scripts import load_script
 from torch.nn import functional as F
 
 from ase_humanoid.agents.amp import AMPAgent
@@ -24,7 +24,6 @@ from ase_humanoid.utils.checkpoint import save_checkpoint
 OBS, ACT, AMP_OBS, TASK_OBS = 223, 28, 250, 5
 TINY = dict(actor_units=[32, 32], critic_units=[32, 32], disc_units=[32, 16], amp_obs_demo_buffer_size=64,
             amp_replay_buffer_size=64, amp_batch_size=32, horizon_length=2, minibatch_size=8, seed=0)
-TOOL = Path(__file__).resolve().parents[1] / "tools" / "export_policy.py"
 
 
 def observations(n: int = 100, dim: int = OBS, seed: int = 1) -> torch.Tensor:
@@ -69,10 +68,7 @@ def ase_agent() -> ASEAgent:
 
 
 def load_tool():
-    spec = importlib.util.spec_from_file_location("export_policy", TOOL)
-    tool = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(tool)
-    return tool
+    return load_script("tools/export_policy.py")
 
 
 def test_amp_policy_onnx_from_the_command_line_matches_pytorch(tmp_path, capsys):

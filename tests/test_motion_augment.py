@@ -4,12 +4,12 @@ back undoes it, and the shipped turning clips are what the tool makes of the wal
 
 from __future__ import annotations
 
-import importlib.util
 import math
 from pathlib import Path
 
 import pytest
 import torch
+from project_scripts import load_script
 
 from ase_humanoid.errors import MotionFileError
 from ase_humanoid.motion.augment import curve_path
@@ -18,16 +18,7 @@ from ase_humanoid.utils import rotations as rot
 
 ROOT = Path(__file__).resolve().parents[1]
 WALK = ROOT / "motions" / "amp_humanoid" / "amp_humanoid_walk.npy"
-
-
-def _load_tool():
-    spec = importlib.util.spec_from_file_location("curve_motion", ROOT / "tools" / "curve_motion.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-curve_motion = _load_tool()
+curve_motion = load_script("tools/curve_motion.py")
 
 
 @pytest.fixture(scope="module")

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from project_scripts import load_script
 
 from ase_humanoid.builders import build_agent, build_env
 from ase_humanoid.config import compose_config
@@ -382,12 +383,7 @@ def test_hostile_poselib_npy_is_refused_with_bounded_memory(tmp_path, case):
 
 # ------------------------------------------------------------------ playback tool
 def _play_motion_main():
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("play_motion", Path(__file__).resolve().parents[1] / "tools" / "play_motion.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.main
+    return load_script("tools/play_motion.py").main
 
 
 @pytest.mark.parametrize("options, message", [

@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from project_scripts import load_script
 
 from ase_humanoid.errors import ConfigError
 from ase_humanoid.motion.poselib_npy import load_poselib
@@ -168,11 +169,7 @@ def test_unknown_config_key_is_an_error(tmp_path):
 
 
 def test_cli_writes_a_loadable_clip(tmp_path):
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("retarget_motion", ROOT / "tools" / "retarget_motion.py")
-    tool = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(tool)
+    tool = load_script("tools/retarget_motion.py")
     out = tmp_path / "walk.npy"
     rc = tool.main(["--preset", "cmu", "--source", str(MOCAP / "cmu_fbx" / "09_11_cmu.fbx"), "--out", str(out),
                     "--fps", "30", "--start", "1"])

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from project_scripts import load_script
 
 from ase_humanoid.app import run
 from ase_humanoid.config import compose_config
@@ -167,12 +168,7 @@ CMU_BVH = ROOT / "motions" / "mocap" / "cmu_bvh" / "131_01.bvh"  # 8.3 s, 31 joi
 
 
 def _retarget_tool():
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("retarget_motion", ROOT / "tools" / "retarget_motion.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("tools/retarget_motion.py")
 
 
 @pytest.mark.parametrize("fps", ["1e7", "0", "-30", "nan", "1001"])

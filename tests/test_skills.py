@@ -2,7 +2,6 @@
 command end to end on an untrained controller, test=true's report and the training-time
 `skills/*` statistics."""
 
-import importlib.util
 import json
 import math
 
@@ -11,6 +10,7 @@ import numpy as np
 import pytest
 import torch
 from omegaconf import OmegaConf
+from project_scripts import load_script
 
 from ase_humanoid import PROJECT_ROOT
 from ase_humanoid.envs import make_env
@@ -39,7 +39,8 @@ from ase_humanoid.skills import (
     steady_turn_rate,
     tile_grid,
     travel_directions,
-    usability)
+    usability,
+)
 
 SIX_CLIPS = PROJECT_ROOT / "motions" / "dataset_amp_humanoid_all.yaml"
 TINY_ASE = ["task=HumanoidASE", "num_envs=4", "seed=5",
@@ -255,10 +256,7 @@ def untrained_ase_checkpoint(tmp_path_factory):
 
 
 def _skills_command():
-    spec = importlib.util.spec_from_file_location("ase_skills", PROJECT_ROOT / "benchmarks" / "ase_skills.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("benchmarks/ase_skills.py")
 
 
 def test_command_reports_json_and_writes_video_and_paths(untrained_ase_checkpoint, tmp_path, capsys):

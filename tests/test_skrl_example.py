@@ -3,22 +3,15 @@ gymnasium wrapper (no adapter): two updates on a handful of envs. Skipped withou
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
 import torch
+from project_scripts import load_script
 
 pytest.importorskip("skrl")
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "skrl_amp.py"
-
 
 def load_example():
-    spec = importlib.util.spec_from_file_location("skrl_amp", EXAMPLE)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("examples/skrl_amp.py")
 
 
 @pytest.mark.filterwarnings("ignore:To copy construct from a tensor")  # skrl's wrapper re-wraps tensors

@@ -16,6 +16,7 @@ import mujoco
 import numpy as np
 import pytest
 import torch
+from project_scripts import load_script
 
 from ase_humanoid.envs import make_env
 from ase_humanoid.envs import terrain_placement as placement
@@ -414,11 +415,7 @@ def test_flat_terrain_changes_nothing():
 # ---- the tool --------------------------------------------------------------------------------
 
 def test_tool_exports_and_previews(tmp_path):
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("terrain_tool", Path(__file__).resolve().parents[1] / "tools" / "terrain.py")
-    tool = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(tool)
+    tool = load_script("tools/terrain.py")
     obj, png = tmp_path / "t.obj", tmp_path / "t.png"
     assert tool.main(["terrain=mixed", "terrain.num_rows=2", "terrain.num_cols=3", "--export", str(obj),
                       "--preview", str(png)]) == 0
