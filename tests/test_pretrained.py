@@ -11,8 +11,15 @@ import pytest
 import torch
 
 from ase_humanoid.utils.shipped_models import (
-    PRETRAINED_DIR, POLICY_AGENT_ENTRIES, SHIPPED_LLC, SHIPPED_TASK_LLC, WEIGHTS_FORMAT, card_metrics, read_checksums,
-    sha256_of)
+    POLICY_AGENT_ENTRIES,
+    PRETRAINED_DIR,
+    SHIPPED_LLC,
+    SHIPPED_TASK_LLC,
+    WEIGHTS_FORMAT,
+    card_metrics,
+    read_checksums,
+    sha256_of,
+)
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
