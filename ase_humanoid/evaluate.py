@@ -68,13 +68,15 @@ def load_policy(cfg: DictConfig):
             print(f"robot.pd_damping={trained}: the checkpoint was trained with it", file=sys.stderr, flush=True)
         with open_dict(cfg):
             cfg.robot.pd_damping = trained
-    env = build_env(cfg)
     saved_train = saved.get("train")
     if saved_train is not None:
-        # The networks are built as they were trained (sizes, algorithm), whatever cfg.train says.
+        # The env and networks are built as they were trained (algorithm, sizes), whatever
+        # cfg.train says: a task trained flat (train=amp_task) has no high-level wrapper, one
+        # trained with train=hrl carries its controller.
         OmegaConf.set_struct(cfg, False)
         cfg.train = OmegaConf.create(saved_train)
         OmegaConf.set_struct(cfg, True)
+    env = build_env(cfg)
     agent = build_agent(cfg, env)
     agent.load_policy_state_dict(state["agent"])
     return env, agent

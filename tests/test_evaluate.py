@@ -63,3 +63,14 @@ def test_evaluation_uses_the_dataset_the_checkpoint_trained_on(tmp_path, capsys)
     assert "the checkpoint was trained with it" not in captured.err
     clips = {part.split("=")[0] for part in captured.out.split() if part.startswith("quality/nearest_clip/")}
     assert clips == {"quality/nearest_clip/cartwheel"}
+
+
+def test_a_task_trained_flat_evaluates_without_naming_its_train_config(tmp_path, capsys):
+    """Heading's default train config is hrl; a policy trained with train=amp_task is evaluated
+    as it was trained (flat, its task metrics), not wrapped around a controller it never had."""
+    run(["task=HumanoidHeading", "train=amp_task", *TINY[1:], "max_epochs=1", f"run_dir={tmp_path / 'run'}"])
+    capsys.readouterr()
+    run(["task=HumanoidHeading", "test=true", f"checkpoint={tmp_path / 'run'}", "num_envs=2", "test_episodes=2",
+         "task.env.max_episode_length=15"])
+    out = capsys.readouterr().out
+    assert "task/direction_error=" in out and "task/speed_error=" in out
