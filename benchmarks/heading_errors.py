@@ -68,7 +68,7 @@ def main(argv=None) -> dict:
     env, agent = load_policy(cfg)
     heading = task_env(env)
     control_steps_per_step = getattr(env, "llc_steps", 1)
-    steps = max(1, int(round(args.seconds / heading.dt / control_steps_per_step)))
+    steps = max(1, round(args.seconds / heading.dt / control_steps_per_step))
     edges = [e if e is not None else float("inf") for e in GOAL_STEP_BINS]
     sums = torch.zeros(len(edges) - 1, 4, dtype=torch.float64)  # count, direction, speed error, speed
     obs = env.reset()

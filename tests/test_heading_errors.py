@@ -3,9 +3,9 @@
 import math
 
 import pytest
+from project_scripts import load_script
 
 from ase_humanoid.errors import ConfigError
-from project_scripts import load_script
 
 HEADING = "pretrained/heading_amp_humanoid.pt"
 
