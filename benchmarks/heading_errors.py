@@ -35,15 +35,13 @@ def task_env(env):
 
 
 def step_errors(heading_env):
-    """Per env: (direction error [N] rad, speed error [N] m/s, ground speed [N] m/s), as the task's
-    metrics define them (ase_humanoid/envs/tasks/heading.py)."""
-    import torch
+    """Per env: (direction error [N] rad, speed error [N] m/s, ground speed [N] m/s), the first
+    two as the task's metrics (`rewards.heading_errors`)."""
+    from ase_humanoid.envs.tasks.rewards import heading_errors
 
     vel = heading_env.root_vel_xy()
-    target = heading_env.target_dir
-    along = (vel * target).sum(-1)
-    across = target[:, 0] * vel[:, 1] - target[:, 1] * vel[:, 0]
-    return torch.atan2(across, along).abs(), (heading_env.target_speed - along).abs(), vel.norm(dim=-1)
+    direction, speed_error = heading_errors(vel, heading_env.target_dir, heading_env.target_speed)
+    return direction, speed_error, vel.norm(dim=-1)
 
 
 def main(argv=None) -> dict:

@@ -77,10 +77,9 @@ class HumanoidHeading(HumanoidTask):
         vel = self.root_vel_xy()
         reward = rewards.heading_reward(vel, self.sim.state.root_rot, self.target_dir,
                                         self.target_speed, self.target_facing)
-        dir_speed = (vel * self.target_dir).sum(-1)
-        self.add_metric("speed_error", (self.target_speed - dir_speed).abs())
-        cross = self.target_dir[:, 0] * vel[:, 1] - self.target_dir[:, 1] * vel[:, 0]
-        self.add_metric("direction_error", torch.atan2(cross, dir_speed).abs())
+        direction_error, speed_error = rewards.heading_errors(vel, self.target_dir, self.target_speed)
+        self.add_metric("speed_error", speed_error)
+        self.add_metric("direction_error", direction_error)
         return reward
 
     def markers(self, env_id: int) -> list[Marker]:

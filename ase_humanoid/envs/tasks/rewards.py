@@ -67,6 +67,15 @@ def heading_reward(root_vel_xy: torch.Tensor, root_rot: torch.Tensor, target_dir
     return 0.7 * dir_reward + 0.3 * facing_reward
 
 
+def heading_errors(root_vel_xy: torch.Tensor, target_dir: torch.Tensor,
+                   target_speed: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The Heading metrics `[N]` each: direction error (radians between the ground velocity and
+    the target direction) and speed error |v* - v_dir| (m/s). Shapes as in `heading_reward`."""
+    dir_speed = (root_vel_xy * target_dir).sum(-1)
+    cross = target_dir[:, 0] * root_vel_xy[:, 1] - target_dir[:, 1] * root_vel_xy[:, 0]
+    return torch.atan2(cross, dir_speed).abs(), (target_speed - dir_speed).abs()
+
+
 def heading_obs(root_rot: torch.Tensor, target_dir: torch.Tensor, target_speed: torch.Tensor,
                 target_facing: torch.Tensor) -> torch.Tensor:
     """`[N, 5]`: target direction (2), speed (1), facing (2); directions in the heading frame."""
