@@ -54,7 +54,10 @@ def describe_update_precision(agent) -> str | None:
         return None
     chosen = "bfloat16" if agent.update_dtype == torch.bfloat16 else "float32"
     if precision == "auto":
-        why = "a CPU with AMX" if chosen == "bfloat16" else f"no AMX on {agent.device.type}"
+        from ase_humanoid.agents.ppo import cpu_bfloat16_matmul
+
+        why = (f"a CPU with {cpu_bfloat16_matmul()}" if chosen == "bfloat16"
+               else f"no bfloat16 matrix instructions on {agent.device.type}")
         return f"update precision: {chosen} (update_precision=auto: {why})"
     return f"update precision: {chosen} hidden layers (update_precision={precision})"
 

@@ -57,13 +57,14 @@ def test_reference_update_stays_float32():
     assert agent.update_dtype == torch.bfloat16
 
 
-def test_auto_picks_bfloat16_only_on_a_cpu_with_amx(monkeypatch):
+def test_auto_picks_bfloat16_only_on_a_cpu_with_bfloat16_matrix_instructions(monkeypatch):
     cpu, cuda = torch.device("cpu"), torch.device("cuda")
-    monkeypatch.setattr(ppo, "cpu_has_amx", lambda: True)
-    assert ppo.update_autocast_dtype("auto", cpu) == torch.bfloat16
-    assert ppo.update_autocast_dtype("auto", cuda) is None
-    assert ppo.update_autocast_dtype("float32", cpu) is None
-    monkeypatch.setattr(ppo, "cpu_has_amx", lambda: False)
+    for kind in ("AMX", "AVX512-BF16"):
+        monkeypatch.setattr(ppo, "cpu_bfloat16_matmul", lambda kind=kind: kind)
+        assert ppo.update_autocast_dtype("auto", cpu) == torch.bfloat16
+        assert ppo.update_autocast_dtype("auto", cuda) is None
+        assert ppo.update_autocast_dtype("float32", cpu) is None
+    monkeypatch.setattr(ppo, "cpu_bfloat16_matmul", lambda: None)
     assert ppo.update_autocast_dtype("auto", cpu) is None
     assert ppo.update_autocast_dtype("bfloat16", cpu) == torch.bfloat16
 
@@ -77,9 +78,9 @@ def test_start_up_line_says_what_auto_chose(monkeypatch):
     from ase_humanoid.app import describe_update_precision
 
     assert describe_update_precision(make("ppo", update_precision="float32")) is None
-    monkeypatch.setattr(ppo, "cpu_has_amx", lambda: True)
+    monkeypatch.setattr(ppo, "cpu_bfloat16_matmul", lambda: "AVX512-BF16")
     assert describe_update_precision(make("ppo", update_precision="auto")) == \
-        "update precision: bfloat16 (update_precision=auto: a CPU with AMX)"
-    monkeypatch.setattr(ppo, "cpu_has_amx", lambda: False)
+        "update precision: bfloat16 (update_precision=auto: a CPU with AVX512-BF16)"
+    monkeypatch.setattr(ppo, "cpu_bfloat16_matmul", lambda: None)
     assert describe_update_precision(make("ppo", update_precision="auto")) == \
-        "update precision: float32 (update_precision=auto: no AMX on cpu)"
+        "update precision: float32 (update_precision=auto: no bfloat16 matrix instructions on cpu)"

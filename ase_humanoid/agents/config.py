@@ -64,8 +64,9 @@ class PPOConfig:
     grad_norm: float = 1.0  # ... with this norm when truncate_grads is True
     # what the update's hidden layers compute in: "float32" (the release), "bfloat16" (under
     # torch.autocast; output heads, losses, gradients' accumulation and Adam stay float32) or
-    # "auto" (bfloat16 on a CPU with AMX matrix units, where its matrix products are several
-    # times faster, else float32). The rollout's forward passes stay float32.
+    # "auto" (bfloat16 on a CPU with bfloat16 matrix instructions, AMX or AVX512-BF16, where its
+    # matrix products are 2x to several times faster, else float32). The rollout's forward
+    # passes stay float32.
     update_precision: str = "float32"
     # reproducibility: None draws a seed from torch's global generator
     seed: int | None = None
