@@ -49,13 +49,17 @@ def control_dt(settings: dict) -> float:
     return settings["control_substeps"] * PHYSICS_DT
 
 
+def draw_countdowns(n: int, settings: dict, generator: torch.Generator) -> torch.Tensor:
+    """`[n]` control steps each new goal lasts, uniform in [change_steps_min, change_steps_max]."""
+    return torch.randint(settings["change_steps_min"], settings["change_steps_max"] + 1, (n,), generator=generator)
+
+
 def goal_schedule(steps_to_change: torch.Tensor, settings: dict, generator: torch.Generator) -> torch.Tensor:
     """Advance the env's goal timer one control step: `[N]` bool, the goals due for a redraw now
     (steps_to_change <= 0); those get a new countdown in [change_steps_min, change_steps_max], and
     every countdown moves one step (in place, as `HumanoidTask.pre_physics_step`)."""
     due = steps_to_change <= 0
-    fresh = torch.randint(settings["change_steps_min"], settings["change_steps_max"] + 1,
-                          steps_to_change.shape, generator=generator)
+    fresh = draw_countdowns(len(steps_to_change), settings, generator)
     steps_to_change.copy_(torch.where(due, fresh, steps_to_change) - 1)
     return due
 
@@ -70,7 +74,7 @@ def location_ceiling(speed: float, settings: dict, num_episodes: int = 20_000, s
         return dist_max * (2.0 * torch.rand(count, 2, generator=g, dtype=torch.float64) - 1.0)
 
     target = pos + draw(n)
-    steps_to_change = torch.randint(settings["change_steps_min"], settings["change_steps_max"] + 1, (n,), generator=g)
+    steps_to_change = draw_countdowns(n, settings, g)
     final_distances = []
     max_step = speed * control_dt(settings)
     for _ in range(settings["max_episode_length"]):
@@ -100,7 +104,7 @@ def heading_ceiling(turn_rate: float, settings: dict, num_episodes: int = 20_000
         return low + (high - low) * torch.rand(count, generator=g, dtype=torch.float64)
 
     facing, target, target_speed = angles(n), angles(n), speeds(n)
-    steps_to_change = torch.randint(settings["change_steps_min"], settings["change_steps_max"] + 1, (n,), generator=g)
+    steps_to_change = draw_countdowns(n, settings, g)
     max_turn = turn_rate * control_dt(settings)
     direction_sum = speed_sum = 0.0
     episode_length = settings["max_episode_length"]
