@@ -254,15 +254,49 @@ def test_truncated_envs_bootstrap_from_final_obs():
     truncated = torch.tensor([True, False])
     out, next_obs = rollout_step(agent, obs, truncated=truncated, final_obs=final)
     stored = agent.rollout.data["next_values"][0]
-    assert stored[0].item() == pytest.approx(agent.value(final)[0].item())
-    assert stored[1].item() == pytest.approx(agent.value(final)[1].item())
+    assert stored[0].item() == pytest.approx(agent.value(final)[0].item())  # an ended env: at once
     assert agent.rollout.data["dones"][0].tolist() == [True, False]
     assert agent.rollout.data["terminated"][0].tolist() == [False, False]
     # info["final_obs"] is the default source of the final observation
     agent.act(next_obs)
     agent.record_transition(next_obs, torch.zeros(2, ACT), torch.zeros(2), torch.zeros(2, dtype=torch.bool),
                             truncated, torch.zeros(2, OBS), {"final_obs": final})
+    # env 1 went on, but from another observation than its final one: evaluated on the final one
+    assert stored[1].item() == pytest.approx(agent.value(final)[1].item())
     assert agent.rollout.data["next_values"][1][0].item() == pytest.approx(agent.value(final)[0].item())
+
+
+@pytest.mark.parametrize("algo", ["ppo", "ase"])
+def test_next_values_are_the_critic_on_each_steps_final_obs_and_conditioning(algo):
+    """Continuing envs take their next value from the next step's act(); whatever mix of ends,
+    resets and latent changes, each stored next value is V(final obs of step t, conditioning of t)."""
+    n = 16
+    if algo == "ppo":
+        agent = PPOAgent(OBS, ACT, n, PPOConfig(actor_units=[16], critic_units=[16], horizon_length=6,
+                                                minibatch_size=16, seed=0))
+    else:  # latents held 1-2 steps: many change while the env goes on
+        agent = ASEAgent(OBS, ACT, AMP, n, demo_fetcher(), small_ase_config(
+            horizon_length=6, minibatch_size=16, latent_steps_min=1, latent_steps_max=3))
+    gen = torch.Generator().manual_seed(3)
+    obs = torch.randn(n, OBS, generator=gen)
+    expected = []
+    for _ in range(6):
+        out = agent.act(obs)
+        cond = {k: out[k].clone() for k in agent._conditioning()}
+        final = torch.randn(n, OBS, generator=gen)
+        terminated = torch.rand(n, generator=gen) < 0.15
+        truncated = (torch.rand(n, generator=gen) < 0.15) & ~terminated
+        ended = terminated | truncated
+        next_obs = torch.where(ended.unsqueeze(-1), torch.randn(n, OBS, generator=gen), final)  # resets
+        info = {"final_obs": final}
+        if algo == "ase":
+            info["amp_obs"] = torch.randn(n, AMP, generator=gen)
+        agent.record_transition(obs, out["actions"], torch.zeros(n), terminated, truncated, next_obs, info)
+        expected.append(agent.value(final, cond))
+        obs = next_obs
+    agent._settle_next_values()  # what update() does first
+    torch.testing.assert_close(agent.rollout.data["next_values"], torch.stack(expected))
+    assert agent._pending_next_values is None
 
 
 def test_eps_greedy_envs_use_mean_action():

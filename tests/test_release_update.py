@@ -126,7 +126,9 @@ def test_per_minibatch_obs_statistics_learn_from_each_training_minibatch_before_
     counts = normalize_calls(agent.obs_norm)
     agent.update()
     steps = agent.config.mini_epochs * BATCH // agent.config.minibatch_size  # 4 minibatch steps
-    assert counts == [16.0 * (k + 1) for k in range(steps)]
+    # first the rollout's last next values, with the statistics the rollout acted with (count 0),
+    # then one call per minibatch after that minibatch joined the statistics
+    assert counts == [0.0] + [16.0 * (k + 1) for k in range(steps)]
     # every sample joined once per mini-epoch: the statistics are those of the rollout
     assert agent.obs_norm.count.item() == agent.config.mini_epochs * BATCH
     torch.testing.assert_close(agent.obs_norm.mean, obs.mean(0))
