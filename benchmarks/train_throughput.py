@@ -30,6 +30,11 @@ which learn the same (tests/test_update_equivalence.py); adds `reference` (the s
 the reference update) and `update_speedup`. Best with `--update-threads N`, so that both paths
 run on the same thread count.
 
+`--idle-rounds R` (the plain idle mode): R rounds of env-only stepping then the timed epochs,
+instead of one env-only measurement before all epochs; adds `rounds` (each round's figures) and
+`ratio_to_env_only_median`, so a slow or fast moment of the machine (their ratio moves by +-0.03
+between single runs on a 2-core cloud machine) weighs on one round only.
+
 `--from-weights CKPT`: the agent starts from a checkpoint's networks and normalisers (a run's
 latest.pt or a shipped model of the same task and sizes) instead of fresh ones: what a long run
 times. `--compare-denormals` (with it): the same measurement in child processes with denormal
@@ -100,6 +105,8 @@ def main(argv=None) -> int:
                         help="hierarchical task: training control steps/s against HumanoidAMP env-only")
     parser.add_argument("--rounds", type=int, default=5,
                         help="--compare-amp-env-only / --compare-denormals: interleaved rounds")
+    parser.add_argument("--idle-rounds", type=int, default=1, metavar="R",
+                        help="plain idle mode: R rounds of env-only stepping + timed epochs (median ratio)")
     parser.add_argument("--from-weights", metavar="CKPT", default=None,
                         help="start from a checkpoint's networks and normalisers (a trained agent)")
     parser.add_argument("--compare-denormals", action="store_true",
@@ -115,6 +122,11 @@ def main(argv=None) -> int:
     if args.compare_denormals and (args.busy or args.beside_training or args.compare_amp_env_only
                                    or args.compare_reference_update):
         parser.error("--compare-denormals measures the plain idle mode")
+    if args.idle_rounds < 1:
+        parser.error("--idle-rounds needs a count >= 1")
+    if args.idle_rounds > 1 and (args.busy or args.beside_training or args.compare_amp_env_only
+                                 or args.compare_reference_update or args.compare_denormals):
+        parser.error("--idle-rounds measures the plain idle mode")
     if args.compare_denormals:
         return compare_denormals(args, argv if argv is not None else sys.argv[1:])
 
@@ -179,6 +191,8 @@ def measure(args, overrides: list[str], load: BackgroundLoad | None) -> dict:
                         update_threads=args.update_threads or int(cfg.update_threads),
                         adapt_update_threads=adapt)
         runner.learn()  # one warm-up epoch (first-call allocations, demo buffer already filled)
+        if args.idle_rounds > 1:
+            return idle_rounds(args, cfg, env, runner, sim_time, split, adapt)
         env_only = {}
         for condition in conditions:
             set_condition(load, condition)
@@ -235,6 +249,50 @@ def measure(args, overrides: list[str], load: BackgroundLoad | None) -> dict:
         for figures in (result, result.get("loaded", {})):
             if figures:
                 figures["control_steps_per_s"] = figures["samples_per_s"] * env.llc_steps
+    return result
+
+
+def idle_rounds(args, cfg, env, runner, sim_time: float, split, adapt: bool) -> dict:
+    """`--idle-rounds`: env-only stepping then `args.epochs` timed epochs, `args.idle_rounds`
+    times; the figures of all epochs against the median env-only rate, and each round's own."""
+    import statistics
+
+    import torch
+
+    horizon = runner.agent.config.horizon_length
+    samples_per_epoch = horizon * env.num_envs
+    rounds, epochs = [], []
+    for _ in range(args.idle_rounds):
+        env_only = env_only_samples_per_s(env, args.epochs * horizon)
+        runner.obs = env.reset()
+        if adapt:  # as in measure(): the thread choice settles before the timed epochs
+            runner.thread_chooser = UpdateThreadChooser(runner.update_threads)
+            for _ in range(ADAPT_EPOCHS):
+                timed_epoch(runner, sim_time)
+        round_epochs = [timed_epoch(runner, sim_time, split) for _ in range(args.epochs)]
+        epochs.extend(round_epochs)
+        figures = summarize(round_epochs, samples_per_epoch, env_only)
+        rounds.append({key: figures[key] for key in ("samples_per_s", "env_only_samples_per_s",
+                                                     "ratio_to_env_only", "update_share")})
+    if split is not None:
+        split.remove()
+    llc_steps = getattr(env, "llc_steps", 1)
+    env.close()
+    env_only_median = statistics.median(r["env_only_samples_per_s"] for r in rounds)
+    result = {
+        "task": args.task, "algo": cfg.train.algo, "envs": env.num_envs, "sim": cfg.sim.name,
+        "device": str(cfg.device), "epochs": args.epochs, "horizon_length": horizon,
+        "profile": str(cfg.profile), **summarize(epochs, samples_per_epoch, env_only_median),
+        "ratio_to_env_only_median": statistics.median(r["ratio_to_env_only"] for r in rounds),
+        "rounds": rounds, "torch_threads": torch.get_num_threads(),
+        "update_threads": runner.update_threads, "mujoco_threads": int(cfg.num_threads),
+        "cpu": cpu_description(),
+    }
+    if split is not None:
+        result["update_split"] = mean_split(epochs)
+    if cfg.train.algo == "hrl":  # one high-level sample is llc_steps control steps
+        result["llc_steps"] = llc_steps
+        result["control_steps_per_s"] = result["samples_per_s"] * llc_steps
     return result
 
 
