@@ -39,6 +39,22 @@ def test_console_line_shows_time_left(tmp_path):
     assert second.endswith("0:20  left 0:30")
 
 
+def test_console_line_counts_down_a_wall_clock_budget(tmp_path):
+    """learn(time_budget_s=...) (benchmarks/learn_amp_walk.py --minutes) stops before max_epochs:
+    the time left is the budget's, not that of a million epochs."""
+    stream = io.StringIO()
+    times = iter([1000.0, 1010.0, 1020.0])
+    logger = TrainingLogger(tmp_path, max_epochs=1_000_000, stream=stream, time_source=lambda: next(times))
+    logger.stop_time = 1000.0 + 60.0
+    logger.log(1, 10, {})
+    logger.stop_time = 1000.0 + 15.0  # past by the next epoch: nothing left
+    logger.log(2, 20, {})
+    logger.close()
+    first, second = stream.getvalue().splitlines()
+    assert first.endswith("0:10  left 0:50")
+    assert second.endswith("0:20  left 0:00")
+
+
 def test_epoch_clock_leaves_out_a_pause():
     """A stopped process (SIGSTOP, a sleeping laptop) is not the training's pace."""
     clock = EpochClock(window=20)

@@ -96,6 +96,9 @@ class TrainingLogger:
         self.time_source = time_source  # wall clock of the console line (a test passes its own)
         self.start_time = time_source()
         self.clock = EpochClock()
+        # a wall-clock budget's end, on time_source's clock (Runner.learn(time_budget_s=...)): the
+        # time left is then the sooner of the budget's end and max_epochs
+        self.stop_time: float | None = None
         # purge_step (on resume): TensorBoard hides the events from that step on, which a run
         # killed after its last checkpoint had written (they are logged again).
         self.writer = SummaryWriter(str(Path(run_dir) / "tensorboard"), purge_step=purge_step) if enabled else None
@@ -120,6 +123,9 @@ class TrainingLogger:
         self.clock.tick(epoch, now)
         parts.append(f"{format_duration(now - self.start_time)}")
         left = self.clock.seconds_left(epoch, self.max_epochs)
+        if self.stop_time is not None:
+            budget_left = max(self.stop_time - now, 0.0)
+            left = budget_left if left is None else min(left, budget_left)
         if left is not None:
             parts.append(f"left {format_duration(left)}")
         print("  ".join(parts), file=self.stream or sys.stdout, flush=True)
