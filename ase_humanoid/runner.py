@@ -271,8 +271,6 @@ class Runner:
             self.obs = self.env.reset()
         stats: dict[str, float] = {}
         deadline = None if time_budget_s is None else time.perf_counter() + time_budget_s
-        if logger is not None and time_budget_s is not None:
-            logger.stop_time = logger.time_source() + time_budget_s
         while self.epoch < self.max_epochs and (deadline is None or time.perf_counter() < deadline):
             t_start = time.perf_counter()
             timings = self.collect_rollout()

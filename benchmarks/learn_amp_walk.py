@@ -20,6 +20,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # train_throughput.cpu_description
 
 CURVE_KEYS = {
     "episode_length": "episode/length",
@@ -90,6 +91,7 @@ def main(argv=None) -> int:
     from ase_humanoid.run_dir import check_writable, existing_run_files
     from ase_humanoid.runner import Runner
     from ase_humanoid.utils.logger import TrainingLogger
+    from train_throughput import cpu_description
 
     out = Path(args.out)
     run_dir = out / "run"
@@ -115,7 +117,9 @@ def main(argv=None) -> int:
                     adapt_update_threads=bool(cfg.adapt_update_threads),
                     quality_every=int(cfg.quality_every), quality_envs=int(cfg.quality_envs))
     start = time.perf_counter()
-    logger = CurveLogger(TrainingLogger(run_dir, cfg.max_epochs), start)
+    console = TrainingLogger(run_dir, cfg.max_epochs)
+    console.stop_time = console.time_source() + args.minutes * 60.0  # "left" counts down the budget
+    logger = CurveLogger(console, start)
     try:
         runner.learn(logger, time_budget_s=args.minutes * 60.0)
     finally:
@@ -131,7 +135,7 @@ def main(argv=None) -> int:
         "profile": str(cfg.profile), "epochs": runner.epoch, "samples": runner.global_step,
         "samples_per_s": runner.global_step / end if end else None,
         "checkpoint": str(run_dir / "latest.pt"),
-        "checkpoint_mb": _size_mb(run_dir / "latest.pt"),
+        "checkpoint_mb": _size_mb(run_dir / "latest.pt"), "cpu": cpu_description(),
     }
     for key in CURVE_KEYS:
         summary[f"first_{key}"] = _mean(first, key)

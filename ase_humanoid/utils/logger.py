@@ -96,8 +96,8 @@ class TrainingLogger:
         self.time_source = time_source  # wall clock of the console line (a test passes its own)
         self.start_time = time_source()
         self.clock = EpochClock()
-        # a wall-clock budget's end, on time_source's clock (Runner.learn(time_budget_s=...)): the
-        # time left is then the sooner of the budget's end and max_epochs
+        # a wall-clock budget's end on time_source's clock, for a caller of
+        # Runner.learn(time_budget_s=...): the time left is the sooner of it and max_epochs
         self.stop_time: float | None = None
         # purge_step (on resume): TensorBoard hides the events from that step on, which a run
         # killed after its last checkpoint had written (they are logged again).
