@@ -171,7 +171,7 @@ class PPOAgent:
         self.epoch = 0  # completed updates
         self.env_steps = 0  # transitions recorded (num_envs per step)
         self._last_act: dict[str, torch.Tensor] | None = None
-        self._pending_next_values: dict[str, Any] | None = None  # see _defer_next_values
+        self._pending_next_values: dict[str, Any] | None = None  # see _settle_next_values
         # optional callable(parameters) run after backward, before clipping: the runner sets it
         # to all-reduce gradients across torch.distributed ranks
         self.grad_sync = None
