@@ -84,6 +84,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
 
     from omegaconf import OmegaConf
+    from train_throughput import cpu_description
 
     from ase_humanoid.app import describe_profile
     from ase_humanoid.builders import build_agent, build_env
@@ -91,7 +92,6 @@ def main(argv=None) -> int:
     from ase_humanoid.run_dir import check_writable, existing_run_files
     from ase_humanoid.runner import Runner
     from ase_humanoid.utils.logger import TrainingLogger
-    from train_throughput import cpu_description
 
     out = Path(args.out)
     run_dir = out / "run"

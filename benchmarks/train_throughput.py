@@ -222,14 +222,8 @@ def measure(args, overrides: list[str], load: BackgroundLoad | None) -> dict:
         split.remove()
     env.close()
     samples_per_epoch = horizon * env.num_envs
-    result = {
-        "task": args.task, "algo": cfg.train.algo, "envs": env.num_envs, "sim": cfg.sim.name,
-        "device": str(cfg.device), "epochs": args.epochs, "horizon_length": horizon,
-        "profile": str(cfg.profile),
-        **summarize(epochs["idle"], samples_per_epoch, env_only["idle"]),
-        "torch_threads": torch.get_num_threads(), "update_threads": runner.update_threads,
-        "mujoco_threads": int(cfg.num_threads), "cpu": cpu_description(),
-    }
+    result = {**run_description(args, cfg, env, runner),
+              **summarize(epochs["idle"], samples_per_epoch, env_only["idle"])}
     if split is not None:
         result["update_split"] = mean_split(epochs["idle"])
     if args.compare_reference_update:
@@ -244,20 +238,35 @@ def measure(args, overrides: list[str], load: BackgroundLoad | None) -> dict:
             "loaded_to_idle": loaded["samples_per_s"] / result["samples_per_s"],
             "env_only_loaded_to_idle": env_only["loaded"] / env_only["idle"],
         })
-    if cfg.train.algo == "hrl":  # one high-level sample is llc_steps control steps
-        result["llc_steps"] = env.llc_steps
-        for figures in (result, result.get("loaded", {})):
-            if figures:
-                figures["control_steps_per_s"] = figures["samples_per_s"] * env.llc_steps
+    add_control_steps(result, cfg, env)
     return result
+
+
+def run_description(args, cfg, env, runner) -> dict:
+    """What was measured, and on what: the head of the result."""
+    import torch
+
+    return {"task": args.task, "algo": cfg.train.algo, "envs": env.num_envs, "sim": cfg.sim.name,
+            "device": str(cfg.device), "epochs": args.epochs,
+            "horizon_length": runner.agent.config.horizon_length, "profile": str(cfg.profile),
+            "torch_threads": torch.get_num_threads(), "update_threads": runner.update_threads,
+            "mujoco_threads": int(cfg.num_threads), "cpu": cpu_description()}
+
+
+def add_control_steps(result: dict, cfg, env) -> None:
+    """Hierarchical tasks: one high-level sample is llc_steps control steps."""
+    if cfg.train.algo != "hrl":
+        return
+    result["llc_steps"] = env.llc_steps
+    for figures in (result, result.get("loaded", {})):
+        if figures:
+            figures["control_steps_per_s"] = figures["samples_per_s"] * env.llc_steps
 
 
 def idle_rounds(args, cfg, env, runner, sim_time: float, split, adapt: bool) -> dict:
     """`--idle-rounds`: env-only stepping then `args.epochs` timed epochs, `args.idle_rounds`
     times; the figures of all epochs against the median env-only rate, and each round's own."""
     import statistics
-
-    import torch
 
     horizon = runner.agent.config.horizon_length
     samples_per_epoch = horizon * env.num_envs
@@ -276,23 +285,15 @@ def idle_rounds(args, cfg, env, runner, sim_time: float, split, adapt: bool) -> 
                                                      "ratio_to_env_only", "update_share")})
     if split is not None:
         split.remove()
-    llc_steps = getattr(env, "llc_steps", 1)
     env.close()
     env_only_median = statistics.median(r["env_only_samples_per_s"] for r in rounds)
-    result = {
-        "task": args.task, "algo": cfg.train.algo, "envs": env.num_envs, "sim": cfg.sim.name,
-        "device": str(cfg.device), "epochs": args.epochs, "horizon_length": horizon,
-        "profile": str(cfg.profile), **summarize(epochs, samples_per_epoch, env_only_median),
-        "ratio_to_env_only_median": statistics.median(r["ratio_to_env_only"] for r in rounds),
-        "rounds": rounds, "torch_threads": torch.get_num_threads(),
-        "update_threads": runner.update_threads, "mujoco_threads": int(cfg.num_threads),
-        "cpu": cpu_description(),
-    }
+    result = {**run_description(args, cfg, env, runner),
+              **summarize(epochs, samples_per_epoch, env_only_median),
+              "ratio_to_env_only_median": statistics.median(r["ratio_to_env_only"] for r in rounds),
+              "rounds": rounds}
     if split is not None:
         result["update_split"] = mean_split(epochs)
-    if cfg.train.algo == "hrl":  # one high-level sample is llc_steps control steps
-        result["llc_steps"] = llc_steps
-        result["control_steps_per_s"] = result["samples_per_s"] * llc_steps
+    add_control_steps(result, cfg, env)
     return result
 
 
