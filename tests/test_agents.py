@@ -267,9 +267,11 @@ def test_truncated_envs_bootstrap_from_final_obs():
 
 
 @pytest.mark.parametrize("algo", ["ppo", "ase"])
-def test_next_values_are_the_critic_on_each_steps_final_obs_and_conditioning(algo):
-    """Continuing envs take their next value from the next step's act(); whatever mix of ends,
-    resets and latent changes, each stored next value is V(final obs of step t, conditioning of t)."""
+@pytest.mark.parametrize("defer", [True, False], ids=["deferred", "own_pass"])
+def test_next_values_are_the_critic_on_each_steps_final_obs_and_conditioning(algo, defer):
+    """Continuing envs take their next value from the next step's act() (deferred, the CPU way;
+    an accelerator gives each step a pass of its own); whatever mix of ends, resets and latent
+    changes, each stored next value is V(final obs of step t, conditioning of t)."""
     n = 16
     if algo == "ppo":
         agent = PPOAgent(OBS, ACT, n, PPOConfig(actor_units=[16], critic_units=[16], horizon_length=6,
@@ -277,6 +279,8 @@ def test_next_values_are_the_critic_on_each_steps_final_obs_and_conditioning(alg
     else:  # latents held 1-2 steps: many change while the env goes on
         agent = ASEAgent(OBS, ACT, AMP, n, demo_fetcher(), small_ase_config(
             horizon_length=6, minibatch_size=16, latent_steps_min=1, latent_steps_max=3))
+    assert agent.defer_next_values  # on the CPU
+    agent.defer_next_values = defer
     gen = torch.Generator().manual_seed(3)
     obs = torch.randn(n, OBS, generator=gen)
     expected = []

@@ -172,6 +172,10 @@ class PPOAgent:
         self.env_steps = 0  # transitions recorded (num_envs per step)
         self._last_act: dict[str, torch.Tensor] | None = None
         self._pending_next_values: dict[str, Any] | None = None  # see _settle_next_values
+        # On an accelerator a critic pass over all envs costs less than the host sync that
+        # picking out the rows to evaluate would take every step: there, each step's next values
+        # are one pass of their own, as before.
+        self.defer_next_values = self.device.type == "cpu"
         # optional callable(parameters) run after backward, before clipping: the runner sets it
         # to all-reduce gradients across torch.distributed ranks
         self.grad_sync = None
@@ -325,15 +329,19 @@ class PPOAgent:
         dones = terminated | truncated.to(self.device).bool().reshape(self.num_envs)
         self._settle_next_values(obs, act_out)
         cond = {k: act_out[k] for k in self._conditioning()}
-        next_values = torch.zeros_like(act_out["value"])  # rows that go on: filled at the next step
-        self._fill_values(next_values, dones, final_obs, cond)
+        if self.defer_next_values:
+            next_values = torch.zeros_like(act_out["value"])  # rows that go on: filled at the next step
+            self._fill_values(next_values, dones, final_obs, cond)
+        else:
+            next_values = self.value(final_obs, cond)
         self.rollout.add(obs=obs, actions=actions, log_prob=act_out["log_prob"],
                          values=act_out["value"], next_values=next_values,
                          rewards=rewards.reshape(self.num_envs).float(), terminated=terminated,
                          dones=dones, sampled=act_out["sampled"], **self._extra_step_data(act_out, info))
-        self._pending_next_values = {"step": self.rollout.step - 1, "rows": ~dones,
-                                     "obs": final_obs.to(self.device).clone(),
-                                     "cond": {k: v.clone() for k, v in cond.items()}}
+        if self.defer_next_values:
+            self._pending_next_values = {"step": self.rollout.step - 1, "rows": ~dones,
+                                         "obs": final_obs.to(self.device).clone(),
+                                         "cond": {k: v.clone() for k, v in cond.items()}}
         self.env_steps += self.num_envs
         self._after_step(dones)
         self._last_act = None
