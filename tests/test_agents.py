@@ -158,7 +158,9 @@ def test_replay_buffer_keeps_new_samples_with_probability_once_full():
 
 def test_normalizer_matches_numpy_over_batches():
     rng = np.random.default_rng(0)
-    batches = [rng.normal(3.0, 2.0, size=(n, 4)) * np.array([1, 10, 0.1, 1]) for n in (5, 17, 1, 40)]
+    # 2500 rows: a batch over several of update's float64 blocks (BLOCK_ROWS); 0 rows: no change
+    batches = [rng.normal(3.0, 2.0, size=(n, 4)) * np.array([1, 10, 0.1, 1]) for n in (5, 17, 1, 2500, 0, 40)]
+    assert RunningMeanStd.BLOCK_ROWS < 2500
     norm = RunningMeanStd(4)
     for b in batches:
         norm.update(torch.as_tensor(b, dtype=torch.float32))
