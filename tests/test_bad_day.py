@@ -18,6 +18,7 @@ from ase_humanoid.app import run
 from ase_humanoid.builders import build_env
 from ase_humanoid.config import compose_config
 from ase_humanoid.errors import CheckpointError, ConfigError, EnvStateError, MotionFileError
+from ase_humanoid.utils import shipped_models
 from ase_humanoid.utils.checkpoint import load_checkpoint, save_checkpoint
 
 DATA = Path(__file__).parent / "data"
@@ -54,12 +55,13 @@ def test_gym_num_envs_must_be_an_integer_as_for_train_py():
         _make(render_env_id="0")
 
 
-def test_gym_hierarchical_task_without_llc_is_built_as_train_py_builds_it():
+def test_gym_hierarchical_task_without_llc_is_built_as_train_py_builds_it(monkeypatch):
     # amp_humanoid: the shipped controller, as train.py uses it (64-d latent actions) ...
     env = _make("HumanoidHeading")
     assert env.single_action_space.shape == (64,)
     env.close()
-    # ... no controller ships for sword_shield: the same error from both (builders.use_shipped_llc)
+    # ... a robot with no shipped controller: the same error from both (builders.use_shipped_llc)
+    monkeypatch.delitem(shipped_models.SHIPPED_LLC, "sword_shield")
     with pytest.raises(ConfigError, match=r"needs llc_checkpoint.*no pretrained controller ships for robot "
                                           r"'sword_shield'") as from_gym:
         _make("HumanoidHeading", robot="sword_shield")

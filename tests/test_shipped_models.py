@@ -13,11 +13,12 @@ import torch
 from ase_humanoid.app import run
 from ase_humanoid.errors import CheckpointError
 from ase_humanoid.utils import shipped_models
-from ase_humanoid.utils.checkpoint import load_checkpoint
+from ase_humanoid.utils.checkpoint import load_checkpoint, save_checkpoint
 from ase_humanoid.utils.shipped_models import card_metrics, read_checksums, sha256_of
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+import redraw_style_layer  # noqa: E402
 import ship_model  # noqa: E402
 
 TRAIN = ["num_envs=4", "device=cpu", "sim=mujoco", "num_threads=1", "save_every=0", "max_epochs=1",
@@ -119,7 +120,9 @@ def test_travel_tasks_default_to_the_walking_controller():
         assert shipped_models.shipped_llc_path("amp_humanoid", task) == shipped_models.PRETRAINED_DIR / walk
     for task in ("HumanoidReach", "HumanoidStrike", None):
         assert shipped_models.shipped_llc_path("amp_humanoid", task) == shipped_models.PRETRAINED_DIR / six_clips
-    assert shipped_models.shipped_llc_path("sword_shield", "HumanoidHeading") is None
+    sword_walk = shipped_models.PRETRAINED_DIR / "ase_llc_sword_shield_walk.pt"
+    for task in ("HumanoidHeading", "HumanoidStrike", None):  # one controller for every task
+        assert shipped_models.shipped_llc_path("sword_shield", task) == sword_walk
 
 
 def test_random_high_level_policy_baseline(shipped):
@@ -141,3 +144,38 @@ def test_card_counts_a_high_level_policy_in_decisions_and_control_steps():
     assert ship_model.sample_count({"algo": "ASEAgent", "config": {}}, 4096) == "4,096 control steps"
     hrl = {"algo": "HRLAgent", "config": {"llc_steps": 5}}
     assert ship_model.sample_count(hrl, 4096) == "4,096 high-level samples (20,480 control steps)"
+
+
+def test_redrawn_style_layer_changes_that_layer_only_and_training_starts_from_it(shipped, tmp_path):
+    source = shipped.parent / "run" / "latest.pt"
+    before = load_checkpoint(source)
+    out = tmp_path / "redrawn.pt"
+    assert redraw_style_layer.main([str(source), str(out), "--scale", "0.5", "--seed", "3"]) == 0
+    after = load_checkpoint(out)
+    key = redraw_style_layer.STYLE_OUT_WEIGHT
+    old, new = before["agent"]["model"][key], after["agent"]["model"][key]
+    assert new.shape == old.shape and not torch.equal(new, old)
+    assert float(new.abs().max()) <= 0.5 and 0.2 < float(new.abs().mean()) < 0.3  # U(-0.5, 0.5): mean |w| 0.25
+    others = [k for k in before["agent"]["model"] if k != key]
+    assert others and all(torch.equal(before["agent"]["model"][k], after["agent"]["model"][k]) for k in others)
+    assert torch.equal(load_checkpoint(source)["agent"]["model"][key], old)  # the source is left as it was
+    again = tmp_path / "again.pt"  # the same seed draws the same layer
+    assert redraw_style_layer.main([str(source), str(again), "--scale", "0.5", "--seed", "3"]) == 0
+    assert torch.equal(load_checkpoint(again)["agent"]["model"][key], new)
+    # a new run starts from it (its weights; fresh optimiser and buffers)
+    run([*TINY_ASE, f"run_dir={tmp_path / 'from_redrawn'}", f"checkpoint={out}", "resume=false", *TRAIN])
+    assert (tmp_path / "from_redrawn" / "latest.pt").is_file()
+
+
+def test_redraw_refuses_an_existing_output_and_a_checkpoint_without_a_style_layer(shipped, tmp_path, capsys):
+    source = shipped.parent / "run" / "latest.pt"
+    taken = tmp_path / "taken.pt"
+    taken.write_bytes(b"keep me")
+    assert redraw_style_layer.main([str(source), str(taken)]) == 2
+    assert "exists" in capsys.readouterr().err and taken.read_bytes() == b"keep me"
+    amp = save_checkpoint({"agent": {"algo": "AMPAgent", "model": {"actor.mu.weight": torch.zeros(2, 2)}}},
+                          tmp_path / "amp.pt")
+    assert redraw_style_layer.main([str(amp), str(tmp_path / "out.pt")]) == 2
+    err = capsys.readouterr().err
+    assert "amp.pt" in err and "not an ASE controller checkpoint (AMPAgent)" in err
+    assert not (tmp_path / "out.pt").exists()

@@ -30,8 +30,9 @@ POLICY_AGENT_ENTRIES = ("algo", "config", "dims", "model", "obs_norm", "value_no
                         "amp_obs_dim", "amp_norm", "llc")
 
 # The shipped ASE low-level controller per robot: what hierarchical tasks use when no
-# llc_checkpoint is given.
-SHIPPED_LLC = {"amp_humanoid": "ase_llc_amp_humanoid.pt"}
+# llc_checkpoint is given. The sword-and-shield humanoid's is a walking controller (no
+# sword-fighting clips ship: the sword and shield are carried through walks and a run).
+SHIPPED_LLC = {"amp_humanoid": "ase_llc_amp_humanoid.pt", "sword_shield": "ase_llc_sword_shield_walk.pt"}
 # Tasks that are mostly travel use the walking controller instead: the six-clip one's latents
 # move at 0.2-0.4 m/s, too slow for Heading's 1.5 m/s or Location's metres.
 SHIPPED_TASK_LLC = {"amp_humanoid": {"HumanoidHeading": "ase_llc_amp_humanoid_walk.pt",
