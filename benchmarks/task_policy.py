@@ -7,7 +7,7 @@ the same episodes for both.
 Evaluates CHECKPOINT as `train.py test=true checkpoint=CHECKPOINT` does (deterministic policy,
 `--episodes` episodes on `--envs` worlds, seed `--seed`; the task is the checkpoint's), then the
 random-latent policy of `hrl_random_policy.py` on the LLC the checkpoint carries, with the same
-seed. Prints one line of statistics per policy; `--json` prints
+seed (task and robot are the checkpoint's). Prints one line of statistics per policy; `--json` prints
 `{"trained": {...}, "random": {...}}` (the task metrics, fall rate, episode length...).
 Extra arguments are train.py overrides (e.g. `task.env.target_speed_min=1.0`).
 """
@@ -25,19 +25,21 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import ase_humanoid  # noqa: E402,F401  (sets the OpenMP wait policy before torch loads)
 
 
-def checkpoint_task(path: str) -> str:
-    """The task name a checkpoint (run checkpoint or shipped weights) was trained on."""
+def checkpoint_task(path: str) -> tuple[str, str | None]:
+    """The task name and robot a checkpoint (run checkpoint or shipped weights) was trained on
+    (robot None for a checkpoint that does not record it)."""
     from ase_humanoid.builders import resolve_path
     from ase_humanoid.errors import CheckpointError
     from ase_humanoid.utils.checkpoint import load_checkpoint
 
     state = load_checkpoint(resolve_path(path))
-    task = ((state.get("config") or {}).get("task") or {}).get("name")
+    config = state.get("config") or {}
+    task = (config.get("task") or {}).get("name")
     if not task:
         raise CheckpointError(f"{path}: the checkpoint records no task (not a run checkpoint of this project?)")
     if (state.get("agent") or {}).get("algo") != "HRLAgent":
         raise CheckpointError(f"{path}: not a hierarchical task policy (algo {state['agent'].get('algo')!r})")
-    return task
+    return task, (config.get("robot") or {}).get("name")
 
 
 def main(argv=None) -> dict:
@@ -56,8 +58,11 @@ def main(argv=None) -> dict:
     from ase_humanoid.config import compose_config
     from ase_humanoid.evaluate import evaluate
 
-    task = checkpoint_task(args.checkpoint)
-    common = [f"task={task}", f"test_episodes={args.episodes}", f"num_envs={args.envs}", f"seed={args.seed}"]
+    task, robot = checkpoint_task(args.checkpoint)
+    # the checkpoint's robot, so that the random-latent run builds the env its LLC was trained on
+    robot_override = [f"robot={robot}"] if robot else []
+    common = [f"task={task}", *robot_override, f"test_episodes={args.episodes}", f"num_envs={args.envs}",
+              f"seed={args.seed}"]
     cfg = compose_config([*common, "test=true", f"checkpoint={args.checkpoint}", *args.overrides])
     torch.set_num_threads(int(cfg.torch_threads))
     torch.manual_seed(args.seed)
@@ -68,7 +73,7 @@ def main(argv=None) -> dict:
 
         # the LLC inside the checkpoint, so both policies drive the same controller
         result["random"] = hrl_random_policy.main(["--task", task, "--episodes", str(args.episodes), "--envs",
-                                                   str(args.envs), "--seed", str(args.seed),
+                                                   str(args.envs), "--seed", str(args.seed), *robot_override,
                                                    f"llc_checkpoint={args.checkpoint}", *args.overrides])
     if args.json:
         print(json.dumps(result), flush=True)

@@ -84,6 +84,18 @@ def test_shipped_model_evaluates_and_drives_a_task(shipped, tmp_path, capsys):
         task_policy.main([str(shipped / "tiny_llc.pt"), "--episodes", "1", "--envs", "1"])
 
 
+def test_task_policy_measures_a_sword_shield_policy_without_being_told_the_robot(tmp_path):
+    # a Strike policy on the shipped sword-and-shield controller: the random-latent baseline
+    # must build the sword-and-shield env its LLC needs from the checkpoint alone
+    import task_policy
+
+    run(["task=HumanoidStrike", "robot=sword_shield", f"run_dir={tmp_path / 'strike'}", *TRAIN])
+    result = task_policy.main([str(tmp_path / "strike" / "latest.pt"), "--episodes", "2", "--envs", "2",
+                               "task.env.max_episode_length=20", "num_threads=1"])
+    assert result["task"] == "HumanoidStrike"
+    for policy in ("trained", "random"):
+        assert result[policy]["episode/count"] >= 2 and 0.0 <= result[policy]["task/success_rate"] <= 1.0
+
 def test_damaged_or_unlisted_shipped_file_is_refused(shipped, tmp_path):
     folder = tmp_path / "copy"
     folder.mkdir()
