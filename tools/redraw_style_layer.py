@@ -27,9 +27,10 @@ from ase_humanoid.errors import AseHumanoidError, CheckpointError  # noqa: E402
 STYLE_OUT_WEIGHT = "actor.style_out.weight"
 
 
-def redraw_style_layer(checkpoint: dict, scale: float, seed: int) -> dict:
-    """`checkpoint` (a run checkpoint's plain data) with its ASE actor's style output weights
-    `[style_dim, style_units[-1]]` replaced by a U(-scale, scale) draw from `seed` (in place)."""
+def redraw_style_layer(checkpoint: dict, scale: float, seed: int):
+    """Replace, in place, the ASE actor's style output weights `[style_dim, style_units[-1]]` of
+    `checkpoint` (a run checkpoint's plain data) by a U(-scale, scale) draw from `seed`; returns
+    the weights it replaced."""
     import torch
 
     model = (checkpoint.get("agent") or {}).get("model")
@@ -40,7 +41,7 @@ def redraw_style_layer(checkpoint: dict, scale: float, seed: int) -> dict:
     generator = torch.Generator().manual_seed(int(seed))
     drawn = (2.0 * torch.rand(old.shape, generator=generator) - 1.0) * float(scale)
     model[STYLE_OUT_WEIGHT] = drawn.to(old.dtype)
-    return checkpoint
+    return old
 
 
 def main(argv=None) -> int:
@@ -60,14 +61,11 @@ def main(argv=None) -> int:
             raise CheckpointError(f"'{out}' exists; give a new file (the source is never overwritten)")
         state = load_checkpoint(src)
         try:
-            before = float(state["agent"]["model"][STYLE_OUT_WEIGHT].abs().mean())
-        except (KeyError, TypeError):
-            before = float("nan")  # redraw_style_layer says what is missing
-        try:
-            redraw_style_layer(state, args.scale, args.seed)
+            replaced = redraw_style_layer(state, args.scale, args.seed)
         except CheckpointError as err:
             raise CheckpointError(f"'{src}': {err}") from None
         save_checkpoint(state, out)
+        before = float(replaced.abs().mean())
         after = float(state["agent"]["model"][STYLE_OUT_WEIGHT].abs().mean())
         print(f"{out}: style output layer mean |w| {before:.4f} -> {after:.4f} (U(-{args.scale:g}, {args.scale:g}), "
               f"seed {args.seed}); start from it with checkpoint={out} resume=false")
