@@ -54,7 +54,7 @@ stage stage1 1150 task=HumanoidASE robot="$ROBOT" motion_file="motions/dataset_$
 #    sword_shield: from stage 1 as it is, every latent of this stage turned left alike (0.24-0.36
 #    rad/s, directions of travel spanning 32 degrees), so its style output layer, which stage 1
 #    leaves near zero, is drawn afresh first (tools/redraw_style_layer.py) and the stage runs
-#    1000 epochs: directions spanning 148 degrees at 1.39 m/s (docs/TASKS.md).
+#    1000 epochs: directions spanning 156 degrees at 1.40 m/s (docs/TASKS.md).
 if [[ "$ROBOT" == sword_shield ]]; then
   [[ -f "$RUNS/stage1_redrawn.pt" ]] || \
     ./run python tools/redraw_style_layer.py "$RUNS/stage1/epoch_001150.pt" "$RUNS/stage1_redrawn.pt"

@@ -96,6 +96,7 @@ def test_task_policy_measures_a_sword_shield_policy_without_being_told_the_robot
     for policy in ("trained", "random"):
         assert result[policy]["episode/count"] >= 2 and 0.0 <= result[policy]["task/success_rate"] <= 1.0
 
+
 def test_damaged_or_unlisted_shipped_file_is_refused(shipped, tmp_path):
     folder = tmp_path / "copy"
     folder.mkdir()
