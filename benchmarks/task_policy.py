@@ -25,21 +25,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import ase_humanoid  # noqa: E402,F401  (sets the OpenMP wait policy before torch loads)
 
 
-def checkpoint_task(path: str) -> tuple[str, str | None]:
-    """The task name and robot a checkpoint (run checkpoint or shipped weights) was trained on
-    (robot None for a checkpoint that does not record it)."""
-    from ase_humanoid.builders import resolve_path
+def require_task_policy(path: str, state: dict) -> None:
+    """CheckpointError unless the checkpoint `state` (loaded from `path`) is a hierarchical task policy."""
     from ase_humanoid.errors import CheckpointError
-    from ase_humanoid.utils.checkpoint import load_checkpoint
 
-    state = load_checkpoint(resolve_path(path))
-    config = state.get("config") or {}
-    task = (config.get("task") or {}).get("name")
-    if not task:
+    if not ((state.get("config") or {}).get("task") or {}).get("name"):
         raise CheckpointError(f"{path}: the checkpoint records no task (not a run checkpoint of this project?)")
     if (state.get("agent") or {}).get("algo") != "HRLAgent":
         raise CheckpointError(f"{path}: not a hierarchical task policy (algo {state['agent'].get('algo')!r})")
-    return task, (config.get("robot") or {}).get("name")
 
 
 def main(argv=None) -> dict:
@@ -55,15 +48,14 @@ def main(argv=None) -> dict:
 
     import torch
 
-    from ase_humanoid.config import compose_config
-    from ase_humanoid.evaluate import evaluate
+    from ase_humanoid.evaluate import checkpoint_test_config, evaluate
 
-    task, robot = checkpoint_task(args.checkpoint)
-    # the checkpoint's robot, so that the random-latent run builds the env its LLC was trained on
-    robot_override = [f"robot={robot}"] if robot else []
-    common = [f"task={task}", *robot_override, f"test_episodes={args.episodes}", f"num_envs={args.envs}",
-              f"seed={args.seed}"]
-    cfg = compose_config([*common, "test=true", f"checkpoint={args.checkpoint}", *args.overrides])
+    # test=true with the checkpoint's task and robot, so that the random-latent run below builds
+    # the env its LLC was trained on
+    cfg, state = checkpoint_test_config(args.checkpoint, [f"test_episodes={args.episodes}", f"num_envs={args.envs}",
+                                                          f"seed={args.seed}", *args.overrides])
+    require_task_policy(args.checkpoint, state)
+    task, robot_override = cfg.task.name, [f"robot={cfg.robot.name}"]
     torch.set_num_threads(int(cfg.torch_threads))
     torch.manual_seed(args.seed)
     result = {"task": task, "checkpoint": str(args.checkpoint), "episodes": args.episodes, "seed": args.seed,
