@@ -6,6 +6,7 @@ import contextlib
 import copy
 import datetime
 import random
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -69,8 +70,31 @@ def make_run_dir(cfg: DictConfig) -> Path:
     return Path("runs") / f"{cfg.task.name}_{stamp}"
 
 
+def checkpoint_robot(path: str) -> str | None:
+    """The robot a checkpoint (file or run folder) was trained on, None where it does not say."""
+    saved = load_checkpoint(resolve_path(path)).get("config") or {}
+    return saved_value(saved, "robot.name")
+
+
+def adopt_checkpoint_robot(cfg: DictConfig, argv: list[str]) -> DictConfig:
+    """`cfg` recomposed with the robot its policy was trained on, when no robot= was given: a
+    policy acts on one robot's joints, so test=true takes its checkpoint's robot and a run
+    started from a checkpoint or on an llc_checkpoint takes that one's. An explicit robot= is
+    kept (and a mismatch is the checkpoint loaders' clear error)."""
+    if any(arg.split("=", 1)[0].lstrip("+~") == "robot" for arg in argv) or cfg.resume:
+        return cfg  # resume=true checks the run's robot with its other run-defining keys
+    source = cfg.checkpoint or (None if cfg.test else cfg.llc_checkpoint)
+    if not source:
+        return cfg
+    robot = checkpoint_robot(str(source))
+    if robot is None or robot == cfg.robot.name:
+        return cfg
+    print(f"robot={robot}: {source} was trained on it", file=sys.stderr, flush=True)
+    return compose_config([*argv, f"robot={robot}"])
+
+
 def run(argv: list[str]) -> None:
-    cfg = compose_config(argv)
+    cfg = adopt_checkpoint_robot(compose_config(argv), argv)
     rank, world_size = dist_utils.init_from_env(str(cfg.device))
     if world_size > 1 and str(cfg.device).startswith("cuda"):
         OmegaConf.set_struct(cfg, False)
