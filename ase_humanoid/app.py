@@ -70,31 +70,53 @@ def make_run_dir(cfg: DictConfig) -> Path:
     return Path("runs") / f"{cfg.task.name}_{stamp}"
 
 
-def checkpoint_robot(path: str) -> str | None:
-    """The robot a checkpoint (file or run folder) was trained on, None where it does not say."""
-    saved = load_checkpoint(resolve_path(path)).get("config") or {}
-    return saved_value(saved, "robot.name")
+# What a checkpoint decides when the command line does not name it: a policy acts on the joints
+# of one robot, evaluating it is meant for the task it learnt, and a resumed run continues with
+# its own task, robot, ground, data and batch (check_resume_config still checks every
+# run-defining key against it).
+ADOPTED_ON_RESUME = ("task", "robot", "terrain", "motion_file", "num_envs")
+ADOPTED_ON_TEST = ("task", "robot")
+ADOPTED_FROM_START = ("robot",)  # a run on an llc_checkpoint, or from a checkpoint's weights
 
 
-def adopt_checkpoint_robot(cfg: DictConfig, argv: list[str]) -> DictConfig:
-    """`cfg` recomposed with the robot its policy was trained on, when no robot= was given: a
-    policy acts on one robot's joints, so test=true takes its checkpoint's robot and a run
-    started from a checkpoint or on an llc_checkpoint takes that one's. An explicit robot= is
-    kept (and a mismatch is the checkpoint loaders' clear error)."""
-    if any(arg.split("=", 1)[0].lstrip("+~") == "robot" for arg in argv) or cfg.resume:
-        return cfg  # resume=true checks the run's robot with its other run-defining keys
-    source = cfg.checkpoint or (None if cfg.test else cfg.llc_checkpoint)
+def checkpoint_choices(path: Path) -> dict:
+    """The config-group choices and run keys a checkpoint was trained with (None where it does
+    not say)."""
+    saved = load_checkpoint(path).get("config") or {}
+    return {"task": saved_value(saved, "task.name"), "robot": saved_value(saved, "robot.name"),
+            "terrain": saved_value(saved, "terrain.name"), "motion_file": saved_value(saved, "motion_file"),
+            "num_envs": saved_value(saved, "num_envs")}
+
+
+def adopt_checkpoint_choices(cfg: DictConfig, argv: list[str]) -> DictConfig:
+    """`cfg` recomposed with what its checkpoint was trained with, for each key of
+    ADOPTED_ON_* the command line leaves out (and says so); an explicit key is kept. A
+    checkpoint that cannot be read is left to the loaders that report it."""
+    if cfg.resume:
+        source, keys = cfg.checkpoint or cfg.run_dir, ADOPTED_ON_RESUME
+    elif cfg.test:
+        source, keys = cfg.checkpoint, ADOPTED_ON_TEST
+    else:
+        source, keys = cfg.llc_checkpoint or cfg.checkpoint, ADOPTED_FROM_START
     if not source:
         return cfg
-    robot = checkpoint_robot(str(source))
-    if robot is None or robot == cfg.robot.name:
+    path = Path(resolve_path(str(source)))
+    path = path / "latest.pt" if path.is_dir() else path
+    if input_file_problem(path) is not None:
         return cfg
-    print(f"robot={robot}: {source} was trained on it", file=sys.stderr, flush=True)
-    return compose_config([*argv, f"robot={robot}"])
+    given = {arg.split("=", 1)[0].lstrip("+~") for arg in argv}
+    current = {"task": cfg.task.name, "robot": cfg.robot.name, "terrain": cfg.terrain.name,
+               "motion_file": cfg.motion_file, "num_envs": cfg.num_envs}
+    adopted = [f"{key}={value}" for key, value in checkpoint_choices(path).items()
+               if key in keys and key not in given and value is not None and value != current[key]]
+    if not adopted:
+        return cfg
+    print(f"{' '.join(adopted)}: as {source} was trained (give them to choose otherwise)", file=sys.stderr, flush=True)
+    return compose_config([*argv, *adopted])
 
 
 def run(argv: list[str]) -> None:
-    cfg = adopt_checkpoint_robot(compose_config(argv), argv)
+    cfg = adopt_checkpoint_choices(compose_config(argv), argv)
     rank, world_size = dist_utils.init_from_env(str(cfg.device))
     if world_size > 1 and str(cfg.device).startswith("cuda"):
         OmegaConf.set_struct(cfg, False)

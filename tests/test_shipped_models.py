@@ -97,18 +97,23 @@ def test_task_policy_measures_a_sword_shield_policy_without_being_told_the_robot
         assert result[policy]["episode/count"] >= 2 and 0.0 <= result[policy]["task/success_rate"] <= 1.0
 
 
-def test_a_policy_runs_on_the_robot_it_was_trained_on_without_robot_given(tmp_path, capsys):
+def test_a_run_takes_task_and_robot_from_its_checkpoint_unless_given(tmp_path, capsys):
     # a task on the sword-and-shield controller named only by llc_checkpoint trains on that
-    # robot, and test=true on its policy needs no robot= either (each once stopped at the LLC
-    # check asking for robot=sword_shield); an explicit robot= is kept, so a wrong one is an error
+    # robot; test=true and resume=true on its run need neither task= nor robot= (each once
+    # stopped at the LLC check asking for robot=sword_shield, or ran the default task); an
+    # explicit key is kept, so a wrong robot is the loaders' error
     llc = Path(__file__).resolve().parents[1] / "pretrained" / "ase_llc_sword_shield_walk.pt"
     run_dir = tmp_path / "heading"
     run(["task=HumanoidHeading", f"llc_checkpoint={llc}", f"run_dir={run_dir}", *TRAIN])
-    assert f"robot=sword_shield: {llc} was trained on it" in capsys.readouterr().err
+    assert f"robot=sword_shield: as {llc} was trained" in capsys.readouterr().err
     assert load_checkpoint(run_dir / "latest.pt")["config"]["robot"]["name"] == "sword_shield"
-    run(["task=HumanoidHeading", "test=true", f"checkpoint={run_dir}", "test_episodes=1", "num_envs=1",
-         "num_threads=1", "task.env.max_episode_length=10"])
-    assert "robot=sword_shield" in capsys.readouterr().err
+    run(["test=true", f"checkpoint={run_dir}", "test_episodes=1", "num_envs=1", "num_threads=1",
+         "task.env.max_episode_length=10"])
+    assert f"task=HumanoidHeading robot=sword_shield: as {run_dir} was trained" in capsys.readouterr().err
+    run(["resume=true", f"run_dir={run_dir}", *[arg for arg in TRAIN if arg.split("=")[0] not in ("num_envs", "max_epochs")],
+         "max_epochs=2"])
+    assert "task=HumanoidHeading robot=sword_shield num_envs=4" in capsys.readouterr().err
+    assert load_checkpoint(run_dir / "latest.pt")["epoch"] == 2
     with pytest.raises(CheckpointError, match="trained on robot 'sword_shield'.*uses robot 'amp_humanoid'"):
         run(["task=HumanoidHeading", "test=true", f"checkpoint={run_dir}", "robot=amp_humanoid",
              "test_episodes=1", "num_envs=1", "num_threads=1"])
