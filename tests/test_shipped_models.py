@@ -110,8 +110,8 @@ def test_a_run_takes_task_and_robot_from_its_checkpoint_unless_given(tmp_path, c
     run(["test=true", f"checkpoint={run_dir}", "test_episodes=1", "num_envs=1", "num_threads=1",
          "task.env.max_episode_length=10"])
     assert f"task=HumanoidHeading robot=sword_shield: as {run_dir} was trained" in capsys.readouterr().err
-    run(["resume=true", f"run_dir={run_dir}", *[arg for arg in TRAIN if arg.split("=")[0] not in ("num_envs", "max_epochs")],
-         "max_epochs=2"])
+    unnamed = [arg for arg in TRAIN if arg.split("=")[0] not in ("num_envs", "max_epochs")]
+    run(["resume=true", f"run_dir={run_dir}", *unnamed, "max_epochs=2"])
     assert "task=HumanoidHeading robot=sword_shield num_envs=4" in capsys.readouterr().err
     assert load_checkpoint(run_dir / "latest.pt")["epoch"] == 2
     with pytest.raises(CheckpointError, match="trained on robot 'sword_shield'.*uses robot 'amp_humanoid'"):
