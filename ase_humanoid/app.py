@@ -80,18 +80,18 @@ ADOPTED_FROM_START = ("robot",)  # a run on an llc_checkpoint, or from a checkpo
 
 
 def checkpoint_choices(path: Path) -> dict:
-    """The config-group choices and run keys a checkpoint was trained with (None where it does
-    not say)."""
+    """What a checkpoint was trained with, by ADOPTED_* name (None where it does not say; the
+    terrain as its whole `terrain` block)."""
     saved = load_checkpoint(path).get("config") or {}
     return {"task": saved_value(saved, "task.name"), "robot": saved_value(saved, "robot.name"),
-            "terrain": saved_value(saved, "terrain.name"), "motion_file": saved_value(saved, "motion_file"),
+            "terrain": saved_value(saved, "terrain"), "motion_file": saved_value(saved, "motion_file"),
             "num_envs": saved_value(saved, "num_envs")}
 
 
 def adopt_checkpoint_choices(cfg: DictConfig, argv: list[str]) -> DictConfig:
-    """`cfg` recomposed with what its checkpoint was trained with, for each key of
-    ADOPTED_ON_* the command line leaves out (and says so); an explicit key is kept. A
-    checkpoint that cannot be read is left to the loaders that report it."""
+    """`cfg` recomposed with what its checkpoint was trained with, for each key of ADOPTED_*
+    the command line leaves out (and says so); an explicit key (for the terrain, any terrain.*
+    key) is kept. A missing checkpoint is left to the code that reports it."""
     if cfg.resume:
         source, keys = cfg.checkpoint or cfg.run_dir, ADOPTED_ON_RESUME
     elif cfg.test:
@@ -105,14 +105,20 @@ def adopt_checkpoint_choices(cfg: DictConfig, argv: list[str]) -> DictConfig:
     if input_file_problem(path) is not None:
         return cfg
     given = {arg.split("=", 1)[0].lstrip("+~") for arg in argv}
-    current = {"task": cfg.task.name, "robot": cfg.robot.name, "terrain": cfg.terrain.name,
+    given |= {"terrain" for key in given if key.startswith("terrain.")}  # task.env.* leaves the task open
+    current = {"task": cfg.task.name, "robot": cfg.robot.name, "terrain": OmegaConf.to_container(cfg.terrain),
                "motion_file": cfg.motion_file, "num_envs": cfg.num_envs}
-    adopted = [f"{key}={value}" for key, value in checkpoint_choices(path).items()
-               if key in keys and key not in given and value is not None and value != current[key]]
-    if not adopted:
+    saved = {key: value for key, value in checkpoint_choices(path).items()
+             if key in keys and key not in given and value is not None and value != current[key]}
+    if not saved:
         return cfg
-    print(f"{' '.join(adopted)}: as {source} was trained (give them to choose otherwise)", file=sys.stderr, flush=True)
-    return compose_config([*argv, *adopted])
+    shown = [f"{key}={value['name'] if key == 'terrain' else value}" for key, value in saved.items()]
+    print(f"{' '.join(shown)}: as {source} was trained (give them to choose otherwise)", file=sys.stderr, flush=True)
+    cfg = compose_config([*argv, *shown])
+    if "terrain" in saved:  # the run's terrain.* keys too, not just the kind of ground
+        with open_dict(cfg):
+            cfg.terrain = OmegaConf.merge(cfg.terrain, saved["terrain"])
+    return cfg
 
 
 def run(argv: list[str]) -> None:
