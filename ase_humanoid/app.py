@@ -72,9 +72,9 @@ def make_run_dir(cfg: DictConfig) -> Path:
 
 # What a checkpoint decides when the command line does not name it: a policy acts on the joints
 # of one robot, evaluating it is meant for the task it learnt, and a resumed run continues with
-# its own task, robot, ground, data and batch (check_resume_config still checks every
-# run-defining key against it).
-ADOPTED_ON_RESUME = ("task", "robot", "terrain", "motion_file", "num_envs")
+# its own task, robot, ground, data and batch up to its own end (check_resume_config still
+# checks every run-defining key against it).
+ADOPTED_ON_RESUME = ("task", "robot", "terrain", "motion_file", "num_envs", "max_epochs")
 ADOPTED_ON_TEST = ("task", "robot")
 ADOPTED_FROM_START = ("robot",)  # a run on an llc_checkpoint, or from a checkpoint's weights
 
@@ -85,7 +85,7 @@ def checkpoint_choices(path: Path) -> dict:
     saved = load_checkpoint(path).get("config") or {}
     return {"task": saved_value(saved, "task.name"), "robot": saved_value(saved, "robot.name"),
             "terrain": saved_value(saved, "terrain"), "motion_file": saved_value(saved, "motion_file"),
-            "num_envs": saved_value(saved, "num_envs")}
+            "num_envs": saved_value(saved, "num_envs"), "max_epochs": saved_value(saved, "max_epochs")}
 
 
 def adopt_checkpoint_choices(cfg: DictConfig, argv: list[str]) -> DictConfig:
@@ -107,7 +107,7 @@ def adopt_checkpoint_choices(cfg: DictConfig, argv: list[str]) -> DictConfig:
     given = {arg.split("=", 1)[0].lstrip("+~") for arg in argv}
     given |= {"terrain" for key in given if key.startswith("terrain.")}  # task.env.* leaves the task open
     current = {"task": cfg.task.name, "robot": cfg.robot.name, "terrain": OmegaConf.to_container(cfg.terrain),
-               "motion_file": cfg.motion_file, "num_envs": cfg.num_envs}
+               "motion_file": cfg.motion_file, "num_envs": cfg.num_envs, "max_epochs": cfg.max_epochs}
     saved = {key: value for key, value in checkpoint_choices(path).items()
              if key in keys and key not in given and value is not None and value != current[key]}
     if not saved:

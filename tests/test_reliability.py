@@ -222,6 +222,10 @@ def test_resume_alone_continues_the_run_as_it_was_started(tmp_path, capsys):
     state = load_checkpoint(run_dir / "latest.pt")
     assert state["epoch"] == 2
     assert state["config"]["terrain"]["num_rows"] == 2 and state["config"]["terrain"]["rough_amplitude"] == 0.05
+    from ase_humanoid.errors import ConfigError  # its own end too: a finished run is not run on to the default's
+
+    with pytest.raises(ConfigError, match="at epoch 2 and max_epochs=2; give max_epochs greater than 2"):
+        run(["resume=true", f"run_dir={run_dir}", "num_threads=1", *SMALL])
 
 
 # ------------------------------------------------------------------ checkpoints and config keys
