@@ -208,8 +208,10 @@ def test_resume_with_a_changed_run_key_is_refused(tmp_path, override, key):
 
 def test_resume_alone_continues_the_run_as_it_was_started(tmp_path, capsys):
     # resume=true run_dir=<run> with none of the run's task, motion file, batch or terrain (with
-    # its own terrain.* keys) given: they come from the checkpoint, and the run goes on
+    # its own terrain.* keys) given: they come from the checkpoint, and the run goes on to its
+    # own max_epochs, not the default's
     from ase_humanoid.app import run
+    from ase_humanoid.errors import ConfigError
 
     run_dir = tmp_path / "run"
     started = ["task=HumanoidAMP", "num_envs=2", "motion_file=motions/amp_humanoid/amp_humanoid_run.npy",
@@ -222,8 +224,6 @@ def test_resume_alone_continues_the_run_as_it_was_started(tmp_path, capsys):
     state = load_checkpoint(run_dir / "latest.pt")
     assert state["epoch"] == 2
     assert state["config"]["terrain"]["num_rows"] == 2 and state["config"]["terrain"]["rough_amplitude"] == 0.05
-    from ase_humanoid.errors import ConfigError  # its own end too: a finished run is not run on to the default's
-
     with pytest.raises(ConfigError, match="at epoch 2 and max_epochs=2; give max_epochs greater than 2"):
         run(["resume=true", f"run_dir={run_dir}", "num_threads=1", *SMALL])
 
