@@ -6,6 +6,9 @@ Several runs (an ablation) go on the same panels, one line each, by samples:
 
     python benchmarks/run_curve.py ~/runs/amp ~/runs/ase --labels "AMP,ASE" --out cmp --title "AMP vs ASE"
 
+or by hours of training (`--x hours`), where a sample is not the same thing in each run (a
+high-level step of 5 control steps against one of 2).
+
 Works on any run (AMP, ASE, hierarchical tasks) and across resumed sittings: each epoch's last
 logged line counts (a resume cuts the log back to its checkpoint, so there is one), and the
 training hours are the sum of the epochs' own durations (samples / samples per second), so time
@@ -75,8 +78,14 @@ def tail_summary(points: list[dict], tail: int) -> dict:
     return summary
 
 
-def plot(runs: list[tuple[str, list[dict]]], path: Path, title: str) -> None:
-    """One panel per CURVE_KEYS entry any run logged; one line per run `(label, points)`."""
+X_AXES = {"samples": ("million samples", lambda point: point["samples"] / 1e6),
+          "hours": ("hours of training", lambda point: point["hours"])}
+
+
+def plot(runs: list[tuple[str, list[dict]]], path: Path, title: str, x_axis: str = "samples") -> None:
+    """One panel per CURVE_KEYS entry any run logged; one line per run `(label, points)`, over
+    samples or training hours (`x_axis`: runs whose samples differ in kind, such as high-level
+    steps of different lengths, compare by time)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -88,12 +97,13 @@ def plot(runs: list[tuple[str, list[dict]]], path: Path, title: str) -> None:
     cols = 3
     rows = math.ceil(len(panels) / cols)
     fig, axes = plt.subplots(rows, cols, figsize=(5 * cols, 3.2 * rows), squeeze=False)
+    x_label, x_of = X_AXES[x_axis]
     for ax, (name, label) in zip(axes.flat, panels):
         for run_label, points in runs:
-            xs = [p["samples"] / 1e6 for p in points if name in p]
+            xs = [x_of(p) for p in points if name in p]
             ax.plot(xs, [p[name] for p in points if name in p], linewidth=0.8, label=run_label)
         ax.set_title(label, fontsize=10)
-        ax.set_xlabel("million samples")
+        ax.set_xlabel(x_label)
         ax.grid(alpha=0.3)
     if len(runs) > 1 and panels:
         axes.flat[0].legend(fontsize=7)
@@ -125,6 +135,8 @@ def main(argv=None) -> int:
     parser.add_argument("--labels", default=None, help="comma-separated, one per run (default: folder names)")
     parser.add_argument("--every", type=int, default=10, help="epochs between points in the JSON")
     parser.add_argument("--tail", type=int, default=50, help="epochs the summary averages")
+    parser.add_argument("--x", choices=sorted(X_AXES), default="samples",
+                        help="x axis: samples, or hours of training (for runs whose samples differ in kind)")
     args = parser.parse_args(argv)
     labels = args.labels.split(",") if args.labels else [Path(d).name for d in args.run_dirs]
     if len(labels) != len(args.run_dirs):
@@ -151,7 +163,7 @@ def main(argv=None) -> int:
         result = {"title": title, "runs": [run_result(label, points, args.every, args.tail)
                                            for label, points in runs]}
         summary = {"title": title, "runs": [{k: v for k, v in r.items() if k != "points"} for r in result["runs"]]}
-    plot(runs, out.with_suffix(".png"), title)
+    plot(runs, out.with_suffix(".png"), title, args.x)
     out.with_suffix(".json").write_text(json.dumps(result, indent=1) + "\n")
     print(json.dumps(summary))
     return 0

@@ -54,3 +54,23 @@ def test_runs_side_by_side(tmp_path, capsys):
     assert out.with_suffix(".png").stat().st_size > 10_000
     assert run_curve.main([*runs, "--labels", "AMP", "--out", str(out)]) == 1
     assert "--labels names 1 runs, 2 run folders given" in capsys.readouterr().err
+
+
+def test_runs_compare_by_hours_of_training(tmp_path, monkeypatch):
+    # two runs whose samples differ in kind: --x hours puts each epoch at its training time
+    from matplotlib.axes import Axes
+
+    for name, rate in (("slow", 1000.0), ("fast", 3600.0)):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "metrics.jsonl").write_text("\n".join(_record(e, 10 * e, rate) for e in (1, 2)) + "\n")
+    drawn, labels = [], []
+    real_plot, real_xlabel = Axes.plot, Axes.set_xlabel
+    monkeypatch.setattr(Axes, "plot", lambda ax, xs, ys, **kw: drawn.append((kw["label"], list(xs))) or real_plot(
+        ax, xs, ys, **kw))
+    monkeypatch.setattr(Axes, "set_xlabel", lambda ax, text, **kw: labels.append(text) or real_xlabel(ax, text, **kw))
+    out = tmp_path / "cmp"
+    assert run_curve.main([str(tmp_path / "slow"), str(tmp_path / "fast"), "--labels", "slow,fast",
+                           "--x", "hours", "--out", str(out)]) == 0
+    assert set(labels) == {"hours of training"}
+    assert ("slow", [0.001, 0.002]) in drawn and ("fast", [round(1 / 3600, 4), round(2 / 3600, 4)]) in drawn
+    assert out.with_suffix(".png").stat().st_size > 10_000
