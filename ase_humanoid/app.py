@@ -72,20 +72,37 @@ def make_run_dir(cfg: DictConfig) -> Path:
 
 # What a checkpoint decides when the command line does not name it: a policy acts on the joints
 # of one robot, evaluating it is meant for the task it learnt, and a resumed run continues with
-# its own task, robot, ground, data and batch up to its own end (check_resume_config still
-# checks every run-defining key against it).
-ADOPTED_ON_RESUME = ("task", "robot", "terrain", "motion_file", "num_envs", "max_epochs")
+# its own task, robot, ground, data, batch and training settings up to its own end
+# (check_resume_config still checks every run-defining key against it).
+ADOPTED_ON_RESUME = ("task", "robot", "terrain", "motion_file", "num_envs", "max_epochs", "train")
 ADOPTED_ON_TEST = ("task", "robot")
 ADOPTED_FROM_START = ("robot",)  # a run on an llc_checkpoint, or from a checkpoint's weights
 
 
 def checkpoint_choices(path: Path) -> dict:
     """What a checkpoint was trained with, by ADOPTED_* name (None where it does not say; the
-    terrain as its whole `terrain` block)."""
+    terrain as its whole `terrain` block, `train` as its algorithm and parameters)."""
     saved = load_checkpoint(path).get("config") or {}
     return {"task": saved_value(saved, "task.name"), "robot": saved_value(saved, "robot.name"),
             "terrain": saved_value(saved, "terrain"), "motion_file": saved_value(saved, "motion_file"),
-            "num_envs": saved_value(saved, "num_envs"), "max_epochs": saved_value(saved, "max_epochs")}
+            "num_envs": saved_value(saved, "num_envs"), "max_epochs": saved_value(saved, "max_epochs"),
+            "train": saved_value(saved, "train")}
+
+
+def adopt_train_params(cfg: DictConfig, saved_train: dict | None, given: set[str]) -> list[str]:
+    """Set each train.params key of the resumed run that the command line leaves out to the
+    run's value (a profile changed since, or other defaults, must not change a run halfway);
+    returns `key=value` of those that differ. Keys this version no longer has are left out, and
+    another algorithm is left to check_resume_config to report."""
+    if not isinstance(saved_train, dict) or saved_train.get("algo") != cfg.train.algo:
+        return []
+    current = OmegaConf.to_container(cfg.train.params)
+    changed = {key: value for key, value in (saved_train.get("params") or {}).items()
+               if key in current and f"train.params.{key}" not in given and value != current[key]}
+    with open_dict(cfg):
+        for key, value in changed.items():
+            cfg.train.params[key] = value
+    return [f"train.params.{key}={value}" for key, value in changed.items()]
 
 
 def adopt_checkpoint_choices(cfg: DictConfig, argv: list[str]) -> DictConfig:
@@ -106,18 +123,22 @@ def adopt_checkpoint_choices(cfg: DictConfig, argv: list[str]) -> DictConfig:
         return cfg
     given = {arg.split("=", 1)[0].lstrip("+~") for arg in argv}
     given |= {"terrain" for key in given if key.startswith("terrain.")}  # task.env.* leaves the task open
+    choices = checkpoint_choices(path)
     current = {"task": cfg.task.name, "robot": cfg.robot.name, "terrain": OmegaConf.to_container(cfg.terrain),
                "motion_file": cfg.motion_file, "num_envs": cfg.num_envs, "max_epochs": cfg.max_epochs}
-    saved = {key: value for key, value in checkpoint_choices(path).items()
-             if key in keys and key not in given and value is not None and value != current[key]}
-    if not saved:
-        return cfg
+    saved = {key: choices[key] for key in keys
+             if key in current and key not in given and choices[key] is not None and choices[key] != current[key]}
     shown = [f"{key}={value['name'] if key == 'terrain' else value}" for key, value in saved.items()]
-    print(f"{' '.join(shown)}: as {source} was trained (give them to choose otherwise)", file=sys.stderr, flush=True)
-    cfg = compose_config([*argv, *shown])
+    if saved:
+        cfg = compose_config([*argv, *shown])
     if "terrain" in saved:  # the run's terrain.* keys too, not just the kind of ground
         with open_dict(cfg):
             cfg.terrain = OmegaConf.merge(cfg.terrain, saved["terrain"])
+    if "train" in keys:
+        shown += adopt_train_params(cfg, choices["train"], given)
+    if shown:
+        print(f"{' '.join(shown)}: as {source} was trained (give them to choose otherwise)", file=sys.stderr,
+              flush=True)
     return cfg
 
 

@@ -209,20 +209,20 @@ def test_resume_with_a_changed_run_key_is_refused(tmp_path, override, key):
 def test_resume_alone_continues_the_run_as_it_was_started(tmp_path, capsys):
     # resume=true run_dir=<run> with none of the run's task, motion file, batch or terrain (with
     # its own terrain.* keys) given: they come from the checkpoint, and the run goes on to its
-    # own max_epochs, not the default's
+    # own max_epochs, not the default's, with its own training settings
     from ase_humanoid.app import run
     from ase_humanoid.errors import ConfigError
 
     run_dir = tmp_path / "run"
     started = ["task=HumanoidAMP", "num_envs=2", "motion_file=motions/amp_humanoid/amp_humanoid_run.npy",
                "terrain=rough", "terrain.num_rows=2", "terrain.rough_amplitude=0.05", "num_threads=1"]
-    run([*started, "max_epochs=1", f"run_dir={run_dir}", *SMALL])
+    run([*started, "max_epochs=1", f"run_dir={run_dir}", "train.params.learning_rate=0.001", *SMALL])
     capsys.readouterr()
     run(["resume=true", f"run_dir={run_dir}", "max_epochs=2", "num_threads=1", *SMALL])
-    assert ("task=HumanoidAMP terrain=rough motion_file=motions/amp_humanoid/amp_humanoid_run.npy num_envs=2: "
-            f"as {run_dir} was trained") in capsys.readouterr().err
+    assert ("task=HumanoidAMP terrain=rough motion_file=motions/amp_humanoid/amp_humanoid_run.npy num_envs=2 "
+            f"train.params.learning_rate=0.001: as {run_dir} was trained") in capsys.readouterr().err
     state = load_checkpoint(run_dir / "latest.pt")
-    assert state["epoch"] == 2
+    assert state["epoch"] == 2 and state["config"]["train"]["params"]["learning_rate"] == 0.001
     assert state["config"]["terrain"]["num_rows"] == 2 and state["config"]["terrain"]["rough_amplitude"] == 0.05
     with pytest.raises(ConfigError, match="at epoch 2 and max_epochs=2; give max_epochs greater than 2"):
         run(["resume=true", f"run_dir={run_dir}", "num_threads=1", *SMALL])
