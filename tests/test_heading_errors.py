@@ -6,13 +6,15 @@ import pytest
 from project_scripts import load_script
 
 from ase_humanoid.errors import ConfigError
+from ase_humanoid.utils.checkpoint import load_checkpoint
 
 HEADING = "pretrained/heading_amp_humanoid.pt"
 
 
 def test_errors_by_time_on_goal_add_up_to_the_overall_ones():
     result = load_script("benchmarks/heading_errors.py").main([HEADING, "--envs", "4", "--seconds", "8", "--json"])
-    assert result["sampled_every_control_steps"] == 5  # a high-level policy: once per decision
+    # a high-level policy: sampled once per decision, every llc_steps control steps
+    assert result["sampled_every_control_steps"] == load_checkpoint(HEADING)["agent"]["config"]["llc_steps"]
     rows = result["by_goal_steps"]
     assert rows[0]["goal_steps"] == [0, 15] and len(rows) >= 4  # 8 s: goals last 100-200 steps
     assert sum(r["share"] for r in rows) == pytest.approx(1.0)
