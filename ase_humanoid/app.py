@@ -6,7 +6,6 @@ import contextlib
 import copy
 import datetime
 import random
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -14,11 +13,12 @@ import torch
 from omegaconf import DictConfig, ListConfig, OmegaConf, open_dict
 
 from ase_humanoid.builders import build_agent, build_env, resolve_path
-from ase_humanoid.config import compose_config, saved_value
+from ase_humanoid.checkpoint_config import compose_run_config
+from ase_humanoid.config import saved_value
 from ase_humanoid.errors import CheckpointError, ConfigError
 from ase_humanoid.utils import distributed as dist_utils
-from ase_humanoid.utils.checks import input_file_problem
 from ase_humanoid.utils.checkpoint import POLICY_ENTRIES, RESUME_ENTRIES, load_checkpoint, require_entries
+from ase_humanoid.utils.checks import input_file_problem
 
 
 def seed_everything(seed: int) -> None:
@@ -70,80 +70,8 @@ def make_run_dir(cfg: DictConfig) -> Path:
     return Path("runs") / f"{cfg.task.name}_{stamp}"
 
 
-# What a checkpoint decides when the command line does not name it: a policy acts on the joints
-# of one robot, evaluating it is meant for the task it learnt, and a resumed run continues with
-# its own task, robot, ground, data, batch and training settings up to its own end
-# (check_resume_config still checks every run-defining key against it).
-ADOPTED_ON_RESUME = ("task", "robot", "terrain", "motion_file", "num_envs", "max_epochs", "train")
-ADOPTED_ON_TEST = ("task", "robot")
-ADOPTED_FROM_START = ("robot",)  # a run on an llc_checkpoint, or from a checkpoint's weights
-
-
-def checkpoint_choices(path: Path) -> dict:
-    """What a checkpoint was trained with, by ADOPTED_* name (None where it does not say; the
-    terrain as its whole `terrain` block, `train` as its algorithm and parameters)."""
-    saved = load_checkpoint(path).get("config") or {}
-    return {"task": saved_value(saved, "task.name"), "robot": saved_value(saved, "robot.name"),
-            "terrain": saved_value(saved, "terrain"), "motion_file": saved_value(saved, "motion_file"),
-            "num_envs": saved_value(saved, "num_envs"), "max_epochs": saved_value(saved, "max_epochs"),
-            "train": saved_value(saved, "train")}
-
-
-def adopt_train_params(cfg: DictConfig, saved_train: dict | None, given: set[str]) -> list[str]:
-    """Set each train.params key of the resumed run that the command line leaves out to the
-    run's value (a profile changed since, or other defaults, must not change a run halfway);
-    returns `key=value` of those that differ. Keys this version no longer has are left out, and
-    another algorithm is left to check_resume_config to report."""
-    if not isinstance(saved_train, dict) or saved_train.get("algo") != cfg.train.algo:
-        return []
-    current = OmegaConf.to_container(cfg.train.params)
-    changed = {key: value for key, value in (saved_train.get("params") or {}).items()
-               if key in current and f"train.params.{key}" not in given and value != current[key]}
-    with open_dict(cfg):
-        for key, value in changed.items():
-            cfg.train.params[key] = value
-    return [f"train.params.{key}={value}" for key, value in changed.items()]
-
-
-def adopt_checkpoint_choices(cfg: DictConfig, argv: list[str]) -> DictConfig:
-    """`cfg` recomposed with what its checkpoint was trained with, for each key of ADOPTED_*
-    the command line leaves out (and says so); an explicit key (for the terrain, any terrain.*
-    key) is kept. A missing checkpoint is left to the code that reports it."""
-    if cfg.resume:
-        source, keys = cfg.checkpoint or cfg.run_dir, ADOPTED_ON_RESUME
-    elif cfg.test:
-        source, keys = cfg.checkpoint, ADOPTED_ON_TEST
-    else:
-        source, keys = cfg.llc_checkpoint or cfg.checkpoint, ADOPTED_FROM_START
-    if not source:
-        return cfg
-    path = Path(resolve_path(str(source)))
-    path = path / "latest.pt" if path.is_dir() else path
-    if input_file_problem(path) is not None:
-        return cfg
-    given = {arg.split("=", 1)[0].lstrip("+~") for arg in argv}
-    given |= {"terrain" for key in given if key.startswith("terrain.")}  # task.env.* leaves the task open
-    choices = checkpoint_choices(path)
-    current = {"task": cfg.task.name, "robot": cfg.robot.name, "terrain": OmegaConf.to_container(cfg.terrain),
-               "motion_file": cfg.motion_file, "num_envs": cfg.num_envs, "max_epochs": cfg.max_epochs}
-    saved = {key: choices[key] for key in keys
-             if key in current and key not in given and choices[key] is not None and choices[key] != current[key]}
-    shown = [f"{key}={value['name'] if key == 'terrain' else value}" for key, value in saved.items()]
-    if saved:
-        cfg = compose_config([*argv, *shown])
-    if "terrain" in saved:  # the run's terrain.* keys too, not just the kind of ground
-        with open_dict(cfg):
-            cfg.terrain = OmegaConf.merge(cfg.terrain, saved["terrain"])
-    if "train" in keys:
-        shown += adopt_train_params(cfg, choices["train"], given)
-    if shown:
-        print(f"{' '.join(shown)}: as {source} was trained (give them to choose otherwise)", file=sys.stderr,
-              flush=True)
-    return cfg
-
-
 def run(argv: list[str]) -> None:
-    cfg = adopt_checkpoint_choices(compose_config(argv), argv)
+    cfg = compose_run_config(argv)
     rank, world_size = dist_utils.init_from_env(str(cfg.device))
     if world_size > 1 and str(cfg.device).startswith("cuda"):
         OmegaConf.set_struct(cfg, False)

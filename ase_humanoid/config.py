@@ -13,8 +13,8 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
-from ase_humanoid.paths import CFG_DIR
 from ase_humanoid.errors import ConfigError
+from ase_humanoid.paths import CFG_DIR
 from ase_humanoid.utils.checks import check_seed
 from ase_humanoid.utils.cpu_threads import available_cores
 
@@ -77,6 +77,12 @@ def _quote_path_value(key: str, value: str) -> str:
     if _parse_override(key, quoted).value() != value:  # pragma: no cover - hydra_quote round-trips
         raise ConfigError(f"config key '{key}': cannot quote {value!r} for Hydra; rename the path")
     return quoted
+
+
+def parse_override_value(key: str, value: str):
+    """The value Hydra reads from `key=value` on a command line (a path quoted as compose_config
+    quotes it); ConfigError if it cannot be read."""
+    return _parse_override(key, _quote_path_value(key, value)).value()
 
 
 def check_interpolations(cfg: DictConfig) -> None:

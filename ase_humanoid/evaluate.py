@@ -18,8 +18,8 @@ import numpy as np
 import torch
 from omegaconf import DictConfig, OmegaConf, open_dict
 
-from ase_humanoid.envs.motion_quality import MotionQualityProbe
 from ase_humanoid.config import saved_value
+from ase_humanoid.envs.motion_quality import MotionQualityProbe
 from ase_humanoid.errors import ConfigError
 from ase_humanoid.runner import EpisodeTracker
 from ase_humanoid.utils.checkpoint import POLICY_ENTRIES, load_checkpoint, require_entries
@@ -27,17 +27,13 @@ from ase_humanoid.utils.checkpoint import POLICY_ENTRIES, load_checkpoint, requi
 
 def checkpoint_test_config(checkpoint, overrides=()) -> tuple[DictConfig, dict]:
     """train.py's test=true config for `checkpoint` with the task and robot it was trained with
-    (its motion file, network sizes and AMP history follow in `load_policy`), then `overrides`;
-    returns (config, the checkpoint's state)."""
+    unless `overrides` name them (its motion file, network sizes and AMP history follow in
+    `load_policy`); returns (config, the checkpoint's state)."""
     from ase_humanoid.builders import resolve_path
-    from ase_humanoid.config import compose_config
+    from ase_humanoid.checkpoint_config import compose_run_config
 
-    state = load_checkpoint(resolve_path(checkpoint))
-    saved = state.get("config") or {}
-    base = [f"task={saved_value(saved, 'task.name') or 'HumanoidASE'}", "test=true", f"checkpoint={checkpoint}"]
-    if saved_value(saved, "robot.name"):
-        base.append(f"robot={saved_value(saved, 'robot.name')}")
-    return compose_config([*base, *overrides]), state
+    cfg = compose_run_config(["test=true", f"checkpoint={checkpoint}", *overrides])
+    return cfg, load_checkpoint(resolve_path(checkpoint))
 
 
 def load_policy(cfg: DictConfig):

@@ -107,8 +107,9 @@ def test_a_run_takes_task_and_robot_from_its_checkpoint_unless_given(tmp_path, c
     run(["task=HumanoidHeading", f"llc_checkpoint={llc}", f"run_dir={run_dir}", *TRAIN])
     assert f"robot=sword_shield: as {llc} was trained" in capsys.readouterr().err
     assert load_checkpoint(run_dir / "latest.pt")["config"]["robot"]["name"] == "sword_shield"
+    # a key only Heading has is valid without task=: the checkpoint's task is composed in first
     run(["test=true", f"checkpoint={run_dir}", "test_episodes=1", "num_envs=1", "num_threads=1",
-         "task.env.max_episode_length=10"])
+         "task.env.max_episode_length=10", "task.env.target_speed_min=1.0", "task.env.target_speed_max=1.2"])
     assert f"task=HumanoidHeading robot=sword_shield: as {run_dir} was trained" in capsys.readouterr().err
     unnamed = [arg for arg in TRAIN if arg.split("=")[0] not in ("num_envs", "max_epochs")]
     run(["resume=true", f"run_dir={run_dir}", *unnamed, "max_epochs=2"])

@@ -66,6 +66,27 @@ def load_checkpoint(path: str | os.PathLike, map_location: str | torch.device = 
     Only plain data is unpickled (weights_only=True): a file that asks for any other Python
     object (a function, a class) is refused with CheckpointError before anything of it runs.
     """
+    path = checked_checkpoint_path(path)
+    state = _load_plain_data(path, map_location=map_location)
+    check_network_weights(state, path)
+    return state
+
+
+def load_checkpoint_config(path: str | os.PathLike) -> dict | None:
+    """The run config a checkpoint stores (None if it has none), with load_checkpoint's checks
+    but without reading its weights: the tensors are memory-mapped and never touched, so asking
+    a 40 MB run checkpoint what it was trained with costs milliseconds."""
+    path = checked_checkpoint_path(path)
+    # mmap needs torch's zip format; a legacy pickle stream is read whole, as load_checkpoint does
+    with open(path, "rb") as f:
+        zip_format = f.read(4) == _TORCH_FILE_HEADERS[0]
+    state = _load_plain_data(path, map_location="cpu", mmap=zip_format)
+    return state.get("config")
+
+
+def checked_checkpoint_path(path: str | os.PathLike) -> Path:
+    """The file a checkpoint argument names (a run folder's latest.pt), checked to be a readable,
+    non-empty torch file (and a shipped model's checksum); CheckpointError names it otherwise."""
     path = Path(path)
     if path.is_dir():
         if not (path / "latest.pt").exists():  # not "<folder>/latest.pt does not exist": say what was given
@@ -79,9 +100,14 @@ def load_checkpoint(path: str | os.PathLike, map_location: str | torch.device = 
         raise CheckpointError(f"checkpoint '{path}' is empty (0 bytes); it was never written, or was truncated")
     check_torch_file_header(path)
     verify_shipped(path)  # a file beside a SHA256SUMS (pretrained/) must match its checksum
+    return path
+
+
+def _load_plain_data(path: Path, map_location, mmap: bool = False) -> dict[str, Any]:
+    """torch.load with weights_only=True; CheckpointError names the file and why it failed."""
     try:
         with torch.serialization.safe_globals(_legacy_numpy_globals()):
-            state = torch.load(path, map_location=map_location, weights_only=True)
+            state = torch.load(path, map_location=map_location, weights_only=True, mmap=mmap)
     except Exception as exc:  # torch raises several types for truncated/corrupt/unsafe files
         text = str(exc)
         if "Unsupported global" in text or "Weights only load failed" in text:
@@ -92,7 +118,6 @@ def load_checkpoint(path: str | os.PathLike, map_location: str | torch.device = 
         raise CheckpointError(f"checkpoint '{path}' is unreadable (truncated or corrupt?): {exc}") from exc
     if not isinstance(state, dict):
         raise CheckpointError(f"checkpoint '{path}' does not hold a dict of states")
-    check_network_weights(state, path)
     return state
 
 
