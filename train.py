@@ -35,6 +35,8 @@ def main(argv: list[str]) -> int:
     except AseHumanoidError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # Ctrl-C: training has said where it stopped; no traceback
+        return 130
     return 0
 
 

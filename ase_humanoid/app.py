@@ -6,6 +6,8 @@ import contextlib
 import copy
 import datetime
 import random
+import shlex
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -191,8 +193,22 @@ def train(cfg: DictConfig, rank: int = 0, world_size: int = 1) -> Path:
 
     run_dir, resume_from = locate_run_dir(cfg)
     # Rank 0 (the only writer) holds the folder for the whole run, before reading anything in it.
-    with hold_run_dir(run_dir) if rank == 0 else contextlib.nullcontext():
-        return train_in_run_dir(cfg, run_dir, resume_from, rank, world_size)
+    try:
+        with hold_run_dir(run_dir) if rank == 0 else contextlib.nullcontext():
+            return train_in_run_dir(cfg, run_dir, resume_from, rank, world_size)
+    except KeyboardInterrupt:
+        if rank == 0:
+            print(interrupted_message(run_dir), file=sys.stderr, flush=True)
+        raise
+
+
+def interrupted_message(run_dir: Path) -> str:
+    """What Ctrl-C leaves: latest.pt is written atomically after every `checkpoint_every`
+    epochs, so an interrupted epoch is simply done again on resume."""
+    if not (run_dir / "latest.pt").exists():
+        return f"interrupted before the first checkpoint: {run_dir} holds nothing to resume"
+    return (f"interrupted: {run_dir / 'latest.pt'} holds the last checkpointed epoch; continue with "
+            f"python train.py resume=true run_dir={shlex.quote(str(run_dir))}")
 
 
 def train_in_run_dir(cfg: DictConfig, run_dir: Path, resume_from: Path | None, rank: int, world_size: int) -> Path:

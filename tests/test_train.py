@@ -103,7 +103,9 @@ def test_kill_while_writing_checkpoint_keeps_previous_one(tmp_path):
     assert state["epoch"] == 1 and torch.equal(state["weights"], torch.arange(10))
 
 
-def test_training_killed_mid_run_resumes_from_last_checkpoint(tmp_path):
+@pytest.mark.parametrize("stop", [signal.SIGKILL, signal.SIGINT])
+def test_training_killed_mid_run_resumes_from_last_checkpoint(tmp_path, stop):
+    # SIGKILL: nothing of the run's own runs; SIGINT (Ctrl-C): it says how to go on, no traceback
     run_dir = tmp_path / "run"
     args = ["task=HumanoidAMP", "num_envs=8", "checkpoint_every=1", f"run_dir={run_dir}", *SMALL_BUFFERS, *SMALL_NETS]
     proc = subprocess.Popen([sys.executable, str(PROJECT_ROOT / "train.py"), *args, "max_epochs=1000"],
@@ -114,8 +116,12 @@ def test_training_killed_mid_run_resumes_from_last_checkpoint(tmp_path):
             break
         time.sleep(0.2)
     assert proc.poll() is None, proc.stderr.read().decode()[-2000:]
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
+    proc.send_signal(stop)
+    proc.wait(timeout=120)
+    if stop == signal.SIGINT:
+        stderr = proc.stderr.read().decode()
+        assert proc.returncode == 130 and "Traceback" not in stderr, stderr[-3000:]
+        assert f"continue with python train.py resume=true run_dir={run_dir}" in stderr
     saved_epoch = load_checkpoint(run_dir / "latest.pt")["epoch"]
     assert saved_epoch >= 1
     result = train_cli(*args, "resume=true", f"max_epochs={saved_epoch + 1}")
