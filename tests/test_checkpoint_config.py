@@ -1,0 +1,49 @@
+"""A run's config takes what its checkpoint was trained with (ase_humanoid/checkpoint_config.py),
+read before composing so that the command line is composed once, on the checkpoint's task."""
+
+from __future__ import annotations
+
+import pytest
+
+from ase_humanoid.checkpoint_config import compose_run_config
+from ase_humanoid.errors import ConfigError
+from ase_humanoid.paths import PROJECT_ROOT
+from ase_humanoid.utils.checkpoint import load_checkpoint, load_checkpoint_config
+
+HEADING = PROJECT_ROOT / "pretrained" / "heading_amp_humanoid.pt"
+SWORD_HEADING = PROJECT_ROOT / "pretrained" / "heading_sword_shield.pt"
+
+
+def test_a_key_of_the_checkpoints_task_needs_no_task(capsys):
+    cfg = compose_run_config(["test=true", f"checkpoint={HEADING}", "task.env.target_speed_min=1.0"])
+    assert cfg.task.name == "HumanoidHeading" and cfg.task.env.target_speed_min == 1.0
+    # only what differs from the command line alone is said: the robot is the default one
+    assert capsys.readouterr().err.startswith(f"task=HumanoidHeading: as {HEADING} was trained")
+
+
+@pytest.mark.parametrize("spelling", ["true", "True", "yes", "1"])
+def test_test_true_in_any_spelling_omegaconf_reads_as_true(spelling):
+    cfg = compose_run_config([f"test={spelling}", f"checkpoint={SWORD_HEADING}"])
+    assert (cfg.task.name, cfg.robot.name) == ("HumanoidHeading", "sword_shield")
+
+
+def test_explicit_choices_are_kept_and_other_tasks_keys_still_refused(capsys):
+    cfg = compose_run_config(["test=true", f"checkpoint={SWORD_HEADING}", "task=HumanoidLocation"])
+    assert (cfg.task.name, cfg.robot.name) == ("HumanoidLocation", "sword_shield")
+    assert capsys.readouterr().err.startswith("robot=sword_shield: as")
+    with pytest.raises(ConfigError, match="unknown config key 'task.env.target_speed_min'"):
+        compose_run_config(["test=true", f"checkpoint={SWORD_HEADING}", "task=HumanoidLocation",
+                            "task.env.target_speed_min=1.0"])
+
+
+def test_without_a_checkpoint_nothing_is_adopted(capsys):
+    cfg = compose_run_config(["task=HumanoidAMP", "test=false", f"llc_checkpoint={SWORD_HEADING}"])
+    assert cfg.robot.name == "sword_shield"  # a run on an LLC takes its robot, even for a flat task
+    assert compose_run_config(["task=HumanoidAMP"]).robot.name == "amp_humanoid"
+    capsys.readouterr()
+    compose_run_config(["test=true", "task=HumanoidAMP"])  # test=true with no checkpoint: load_policy says so
+    assert capsys.readouterr().err == ""
+
+
+def test_the_config_is_read_without_the_weights():
+    assert load_checkpoint_config(HEADING) == load_checkpoint(HEADING)["config"]
