@@ -1,4 +1,4 @@
-"""Trained policies as self-contained inference models (ONNX, TorchScript) for deployment.
+"""Trained policies as self-contained inference models (ONNX, torch.export, TorchScript) for deployment.
 
 A run checkpoint (or an agent checkpoint) becomes one module per policy, with the observation
 normaliser folded in, so a game engine or robot feeds it the env's raw observation:
@@ -34,7 +34,7 @@ from ase_humanoid.agents.normalizer import RunningMeanStd
 from ase_humanoid.errors import CheckpointError, ConfigError
 from ase_humanoid.utils.checkpoint import load_checkpoint
 
-FORMATS = {".onnx": "onnx", ".pt": "torchscript"}
+FORMATS = {".onnx": "onnx", ".pt2": "exported_program", ".pt": "torchscript"}
 POLICY_ALGOS = ("PPOAgent", "AMPAgent", "ASEAgent", "HRLAgent")
 
 
@@ -250,6 +250,15 @@ def write_onnx(model: ExportedModel, path: Path) -> None:
         onnx_log.setLevel(level)
 
 
+def write_exported_program(model: ExportedModel, path: Path) -> None:
+    """torch.export's ExportedProgram (`torch.export.save`; the successor of TorchScript, loaded
+    with `torch.export.load(path).module()`); the batch dimension of every input is dynamic."""
+    batch = torch.export.Dim("batch")
+    program = torch.export.export(model.module.eval(), example_inputs(model),
+                                  dynamic_shapes=tuple({0: batch} for _ in model.inputs))
+    torch.export.save(program, str(path))
+
+
 def write_torchscript(model: ExportedModel, path: Path) -> None:
     """TorchScript by tracing (loadable from LibTorch C++; torch marks TorchScript deprecated)."""
     with warnings.catch_warnings():
@@ -266,7 +275,7 @@ def output_paths(out: Path, models: list[ExportedModel]) -> list[Path]:
 
 
 def export_checkpoint(checkpoint: str | Path, out: str | Path, robot: str | None = None) -> list[Path]:
-    """Write the policy of `checkpoint` to `out` (.onnx or .pt) plus `out` with .json (what each
+    """Write the policy of `checkpoint` to `out` (.onnx, .pt2 or .pt) plus `out` with .json (what each
     file takes and returns); returns the model paths."""
     out = Path(out)
     if out.suffix not in FORMATS:
@@ -277,7 +286,8 @@ def export_checkpoint(checkpoint: str | Path, out: str | Path, robot: str | None
     models = policy_models(agent_state, robot_name, str(checkpoint))
     paths = output_paths(out, models)
     out.parent.mkdir(parents=True, exist_ok=True)
-    write = write_onnx if FORMATS[out.suffix] == "onnx" else write_torchscript
+    write = {"onnx": write_onnx, "exported_program": write_exported_program,
+             "torchscript": write_torchscript}[FORMATS[out.suffix]]
     for model, path in zip(models, paths):
         with torch.no_grad():
             write(model, path)

@@ -1,5 +1,5 @@
-"""Policy export: AMP, ASE (latent input) and HRL (high and low level) checkpoints to ONNX and
-TorchScript, with the observation normaliser folded in; the exported models must reproduce the
+"""Policy export: AMP, ASE (latent input) and HRL (high and low level) checkpoints to ONNX,
+torch.export and TorchScript, with the observation normaliser folded in; the exported models must reproduce the
 PyTorch agents' deterministic actions on 100 observations."""
 
 from __future__ import annotations
@@ -78,7 +78,7 @@ def test_amp_policy_onnx_from_the_command_line_matches_pytorch(tmp_path, capsys)
     out = tmp_path / "amp.onnx"
     assert load_tool().main([str(run_checkpoint(tmp_path, agent, "amp")), "--out", str(out)]) == 0
     printed = capsys.readouterr().out
-    assert float(printed.split("max |onnx - torch| = ")[1].split()[0]) < 1e-4  # the tool's own check
+    assert float(printed.split("max |exported - torch| = ")[1].split()[0]) < 1e-4  # the tool's own check
     obs = observations()
     expected = agent.act(obs, deterministic=True)["actions"]
     actions, pd_targets = onnx_outputs(out, obs=obs)
@@ -136,6 +136,32 @@ def test_hrl_exports_high_and_low_level(tmp_path):
     assert meta["models"][0]["llc_steps"] == 5 and meta["models"][1]["inputs"] == {"obs": OBS, "latent": 64}
 
 
+def test_exported_program_from_the_command_line_matches_pytorch(tmp_path, capsys):
+    """torch.export (.pt2), for HRL's two files: any batch size, the agents' actions, checked by the tool."""
+    torch.manual_seed(0)
+    ase_cfg = ASEConfig(actor_units=[32, 32], critic_units=[32, 32], disc_units=[32, 32], style_units=[16])
+    llc = LowLevelController(ase_cfg, OBS, ACT, AMP_OBS, "amp_humanoid")
+    llc.obs_norm.update(observations(400, OBS, seed=9))
+    agent = HRLAgent(OBS + TASK_OBS, 4, llc, HRLConfig(actor_units=[32], critic_units=[32], horizon_length=2,
+                                                      minibatch_size=8, seed=0))
+    trained_normalizer(agent, OBS + TASK_OBS)
+    out = tmp_path / "task.pt2"
+    assert load_tool().main([str(run_checkpoint(tmp_path, agent, "hrl")), "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    errors = [float(part.split()[0]) for part in printed.split("max |exported - torch| = ")[1:]]
+    assert len(errors) == 2 and max(errors) < 1e-5
+    high = torch.export.load(str(tmp_path / "task_high_level.pt2")).module()
+    low = torch.export.load(str(tmp_path / "task_low_level.pt2")).module()
+    obs = observations(dim=OBS + TASK_OBS)
+    latent = high(obs)  # one output: a tensor, as the module returns it
+    expected_z = F.normalize(agent.act(obs, deterministic=True)["actions"], dim=-1)
+    assert torch.allclose(latent, expected_z, atol=1e-5)
+    actions, pd_targets = low(obs[:7, :OBS], expected_z[:7])  # another batch size than the export's
+    assert torch.allclose(actions, llc.actions(obs[:7, :OBS], expected_z[:7]), atol=1e-5)
+    assert pd_targets.shape == (7, ACT)
+
+
+@pytest.mark.filterwarnings("ignore:`torch.jit.load` is deprecated:DeprecationWarning")  # expected: TorchScript
 def test_torchscript_export_matches_pytorch(tmp_path):
     agent = amp_agent()
     out = tmp_path / "amp_script.pt"
@@ -148,7 +174,7 @@ def test_torchscript_export_matches_pytorch(tmp_path):
 
 def test_export_errors_name_the_problem(tmp_path):
     path = run_checkpoint(tmp_path, amp_agent(), "amp")
-    with pytest.raises(ConfigError, match=r"must end in one of \.onnx, \.pt"):
+    with pytest.raises(ConfigError, match=r"must end in one of \.onnx, \.pt2, \.pt"):
         export_checkpoint(path, tmp_path / "policy.tflite")
     save_checkpoint({"agent": {"algo": "Nothing"}}, tmp_path / "bad.pt")
     with pytest.raises(CheckpointError, match="holds no policy"):

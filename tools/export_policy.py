@@ -1,17 +1,19 @@
-"""Export a trained policy for deployment (game engines, robots): ONNX or TorchScript.
+"""Export a trained policy for deployment (game engines, robots): ONNX, torch.export or TorchScript.
 
     python tools/export_policy.py runs/amp1/latest.pt --out policy.onnx     # AMP: obs -> actions
     python tools/export_policy.py runs/ase1 --out llc.onnx                  # ASE: obs, latent -> actions
     python tools/export_policy.py runs/HumanoidStrike_x --out strike.onnx   # HRL: strike_high_level.onnx
                                                                             #  + strike_low_level.onnx
-    python tools/export_policy.py runs/amp1/latest.pt --out policy.pt       # TorchScript
+    python tools/export_policy.py runs/amp1/latest.pt --out policy.pt2      # torch.export (ExportedProgram)
+    python tools/export_policy.py runs/amp1/latest.pt --out policy.pt       # TorchScript (deprecated by torch)
 
 The observation normaliser is folded in: the model takes the env's raw observation. Outputs:
 `actions` (the deterministic action) and `pd_targets` (PD position targets in radians, from the
 robot's action mapping). A `.json` next to the output names every file's inputs, outputs and
-sizes, the control rate and, for HRL, llc_steps. With onnxruntime installed the ONNX files are
-checked against the PyTorch modules on random observations (`--no-check` skips it).
-ONNX needs `pip install 'ase_humanoid[export]'` (onnx, onnxscript, onnxruntime).
+sizes, the control rate and, for HRL, llc_steps. The written files are loaded back and checked
+against the PyTorch modules on 100 random observations (ONNX with onnxruntime where installed;
+`--no-check` skips it). ONNX needs `pip install 'ase_humanoid[export]'` (onnx, onnxscript,
+onnxruntime).
 """
 
 from __future__ import annotations
@@ -26,45 +28,58 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from ase_humanoid.errors import AseHumanoidError  # noqa: E402
 
 
-def max_onnx_error(path: Path, model, samples: int = 100) -> float:
-    """Largest absolute difference between the ONNX file and the module on `samples` inputs."""
-    import onnxruntime
+def max_export_error(path: Path, model, samples: int = 100) -> float:
+    """Largest absolute difference between the written file (.onnx or .pt2) and the module on
+    `samples` inputs."""
     import torch
 
     from ase_humanoid.policy_export import example_inputs
 
-    session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
     inputs = example_inputs(model, samples)
     with torch.no_grad():
         expected = model.module(*inputs)
     expected = expected if isinstance(expected, tuple) else (expected,)
-    got = session.run(None, {name: x.numpy() for name, x in zip(model.inputs, inputs)})
+    if path.suffix == ".onnx":
+        import onnxruntime
+
+        session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+        got = session.run(None, {name: x.numpy() for name, x in zip(model.inputs, inputs)})
+    else:
+        with torch.no_grad():
+            got = torch.export.load(str(path)).module()(*inputs)
+        got = [y.numpy() for y in (got if isinstance(got, tuple) else (got,))]
     return max(float(abs(g - e.numpy()).max()) for g, e in zip(got, expected))
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("checkpoint", help="a run checkpoint (latest.pt, epoch_N.pt) or a run folder")
-    parser.add_argument("--out", required=True, help="output file: .onnx (ONNX) or .pt (TorchScript)")
+    parser.add_argument("--out", required=True,
+                        help="output file: .onnx (ONNX), .pt2 (torch.export) or .pt (TorchScript)")
     parser.add_argument("--robot", default=None,
                         help="robot for the pd_targets output (default: the run config's robot)")
-    parser.add_argument("--no-check", action="store_true", help="skip the onnxruntime comparison")
+    parser.add_argument("--no-check", action="store_true", help="skip loading the written files back to compare them")
     args = parser.parse_args(argv)
     from ase_humanoid.policy_export import export_checkpoint, policy_models, read_policy_state, robot_name_of
 
     try:
         paths = export_checkpoint(args.checkpoint, args.out, robot=args.robot)
         print(json.dumps({"wrote": [str(p) for p in paths], "description": str(Path(args.out).with_suffix(".json"))}))
-        if Path(args.out).suffix == ".onnx" and not args.no_check:
-            try:
-                import onnxruntime  # noqa: F401
-            except ImportError:
-                print("onnxruntime not installed: exported files not checked", file=sys.stderr)
-                return 0
+        suffix = Path(args.out).suffix
+        if suffix == ".pt":
+            print("note: torch deprecates TorchScript; --out with .pt2 writes its successor (torch.export)",
+                  file=sys.stderr)
+        if suffix in (".onnx", ".pt2") and not args.no_check:
+            if suffix == ".onnx":
+                try:
+                    import onnxruntime  # noqa: F401
+                except ImportError:
+                    print("onnxruntime not installed: exported files not checked", file=sys.stderr)
+                    return 0
             agent_state, run_config = read_policy_state(args.checkpoint)
             models = policy_models(agent_state, args.robot or robot_name_of(run_config))
             for model, path in zip(models, paths):
-                print(f"{path.name}: max |onnx - torch| = {max_onnx_error(path, model):.2e} on 100 inputs")
+                print(f"{path.name}: max |exported - torch| = {max_export_error(path, model):.2e} on 100 inputs")
     except AseHumanoidError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
