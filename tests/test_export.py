@@ -67,6 +67,18 @@ def ase_agent() -> ASEAgent:
     return agent
 
 
+def hrl_agent() -> tuple[HRLAgent, LowLevelController]:
+    """A small HRL agent on a low-level controller, both normalisers far from the identity."""
+    torch.manual_seed(0)
+    ase_cfg = ASEConfig(actor_units=[32, 32], critic_units=[32, 32], disc_units=[32, 32], style_units=[16])
+    llc = LowLevelController(ase_cfg, OBS, ACT, AMP_OBS, "amp_humanoid")
+    llc.obs_norm.update(observations(400, OBS, seed=9))
+    agent = HRLAgent(OBS + TASK_OBS, 4, llc, HRLConfig(actor_units=[32], critic_units=[32], horizon_length=2,
+                                                      minibatch_size=8, seed=0))
+    trained_normalizer(agent, OBS + TASK_OBS)
+    return agent, llc
+
+
 def load_tool():
     return load_script("tools/export_policy.py")
 
@@ -117,13 +129,7 @@ def test_ase_policy_takes_the_latent_as_input(tmp_path):
 def test_hrl_exports_high_and_low_level(tmp_path):
     pytest.importorskip("onnxruntime")
     pytest.importorskip("onnxscript")
-    torch.manual_seed(0)
-    ase_cfg = ASEConfig(actor_units=[32, 32], critic_units=[32, 32], disc_units=[32, 32], style_units=[16])
-    llc = LowLevelController(ase_cfg, OBS, ACT, AMP_OBS, "amp_humanoid")
-    llc.obs_norm.update(observations(400, OBS, seed=9))
-    agent = HRLAgent(OBS + TASK_OBS, 4, llc, HRLConfig(actor_units=[32], critic_units=[32], horizon_length=2,
-                                                      minibatch_size=8, seed=0))
-    trained_normalizer(agent, OBS + TASK_OBS)
+    agent, llc = hrl_agent()
     paths = export_checkpoint(run_checkpoint(tmp_path, agent, "hrl"), tmp_path / "task.onnx")
     assert [p.name for p in paths] == ["task_high_level.onnx", "task_low_level.onnx"]
     obs = observations(dim=OBS + TASK_OBS)
@@ -138,13 +144,7 @@ def test_hrl_exports_high_and_low_level(tmp_path):
 
 def test_exported_program_from_the_command_line_matches_pytorch(tmp_path, capsys):
     """torch.export (.pt2), for HRL's two files: any batch size, the agents' actions, checked by the tool."""
-    torch.manual_seed(0)
-    ase_cfg = ASEConfig(actor_units=[32, 32], critic_units=[32, 32], disc_units=[32, 32], style_units=[16])
-    llc = LowLevelController(ase_cfg, OBS, ACT, AMP_OBS, "amp_humanoid")
-    llc.obs_norm.update(observations(400, OBS, seed=9))
-    agent = HRLAgent(OBS + TASK_OBS, 4, llc, HRLConfig(actor_units=[32], critic_units=[32], horizon_length=2,
-                                                      minibatch_size=8, seed=0))
-    trained_normalizer(agent, OBS + TASK_OBS)
+    agent, llc = hrl_agent()
     out = tmp_path / "task.pt2"
     assert load_tool().main([str(run_checkpoint(tmp_path, agent, "hrl")), "--out", str(out)]) == 0
     printed = capsys.readouterr().out
