@@ -125,7 +125,8 @@ def test_height_at_is_exact_at_samples_and_on_planes(mixed):
     xy = torch.stack([torch.as_tensor(xs)[i], torch.as_tensor(ys)[j]], dim=-1).float()
     heights = ground.height_at(xy)
     assert heights.shape == (500,) and heights.device == ground.device
-    torch.testing.assert_close(heights, torch.as_tensor(mixed.heights)[i, j], atol=1e-5, rtol=0)
+    # grid_sample's float32 normalised coordinates: within 0.1 mm where a step edge meets a sample
+    torch.testing.assert_close(heights, torch.as_tensor(mixed.heights)[i, j], atol=1e-4, rtol=0)
     # a plane h = 0.3 x - 0.2 y is reproduced between samples; outside, the edge height holds
     plane = torch.tensor([[0.3 * x - 0.2 * y for y in range(5)] for x in range(6)])
     points = torch.tensor([[0.25, 0.5], [3.7, 2.2], [4.99, 0.01], [9.0, 1.0]])
@@ -135,9 +136,10 @@ def test_height_at_is_exact_at_samples_and_on_planes(mixed):
     assert FlatGround().height_at(torch.ones(4, 2)).eq(0).all()
 
 
-def test_height_at_is_the_bilinear_formula_exactly(mixed):
-    """The lookup (one index_select, temporaries reused in place) gives bitwise the heights of the
-    textbook formula, inside the grid and clamped outside it, for float32 and float64 points."""
+def test_height_at_is_the_bilinear_formula(mixed):
+    """The lookup (one grid_sample) gives the heights of the textbook formula to 0.1 mm (float32
+    rounding of the normalised coordinates on this 441-sample grid: at most about 0.05 mm), inside
+    the grid and clamped outside it, for float32 and float64 points, in the points' dtype."""
     heights = torch.as_tensor(mixed.heights)
     nx, ny = heights.shape
     origin, scale = mixed.origin, mixed.horizontal_scale
@@ -154,13 +156,14 @@ def test_height_at_is_the_bilinear_formula_exactly(mixed):
         high = heights[ix, iy + 1] + (heights[ix + 1, iy + 1] - heights[ix, iy + 1]) * wx
         expected = low + (high - low) * wy
         got = HeightMap(mixed).height_at(xy)
-        assert got.dtype == expected.dtype and torch.equal(got, expected)
+        assert got.dtype == expected.dtype
+        torch.testing.assert_close(got, expected, atol=1e-4, rtol=0)
 
 
 def test_height_scan_is_in_the_heading_frame():
     plane = torch.tensor([[0.5 * (x - 10) for _ in range(21)] for x in range(21)])  # h = 0.5 x (world)
-    ground = HeightMap.__new__(HeightMap)
-    ground.heights, ground.origin, ground.scale = plane, (-10.0, -10.0), 1.0
+    ground = FlatGround()  # any object with height_at
+    ground.height_at = lambda xy: bilinear_height(plane, (-10.0, -10.0), 1.0, xy)
     offsets = height_scan_offsets((3, 1), 1.0)  # behind, at, ahead of the root
     assert offsets.tolist() == [[-1.0, 0.0], [0.0, 0.0], [1.0, 0.0]]
     root = torch.tensor([[0.0, 0.0, 1.0], [0.0, 0.0, 1.0]])

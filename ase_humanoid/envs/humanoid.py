@@ -161,10 +161,10 @@ class Humanoid:
             self.reset_draws = DrawAhead(self._draw_resets, self.cfg.reset_pool_size, self.device)
 
     def _init_terrain_tiles(self) -> None:
-        """Each env's tile: `terrain_levels [N]` (row) and `terrain_columns [N]`, and its spawn
-        point `env_origins [N, 3]`; None on flat ground. Without a curriculum the envs spread over
-        every tile; with it they start on levels 0 .. max_init_level."""
-        self.env_origins = self.terrain_levels = self.terrain_columns = None
+        """Each env's tile: `terrain_levels [N]` (row) and `terrain_columns [N]`, its spawn point
+        `env_origins [N, 3]` and kind `env_tile_kinds [N]`; None on flat ground. Without a
+        curriculum the envs spread over every tile; with it they start on levels 0 .. max_init_level."""
+        self.env_origins = self.env_tile_kinds = self.terrain_levels = self.terrain_columns = None
         if self.terrain is None:
             return
         tcfg = self.terrain_config
@@ -177,14 +177,19 @@ class Humanoid:
                                                 generator=self.generator)
         else:
             self.terrain_levels = (ids // cols) % rows
-        self.env_origins = self.terrain_tile_origins[self.terrain_levels, self.terrain_columns]
         # Episodes ended and falls per tile kind since the last terrain_metrics() call.
         self.terrain_kind_names = sorted(set(self.terrain.tile_kinds.reshape(-1).tolist()))
         kind_of = {name: k for k, name in enumerate(self.terrain_kind_names)}
         self.terrain_tile_kinds = torch.tensor([[kind_of[name] for name in row] for row in self.terrain.tile_kinds.tolist()],
                                                dtype=torch.long, device=self.device)  # [rows, cols]
-        self.terrain_episodes = torch.zeros(len(self.terrain_kind_names), device=self.device)
-        self.terrain_falls = torch.zeros(len(self.terrain_kind_names), device=self.device)
+        self.terrain_counts = torch.zeros(len(self.terrain_kind_names), 2, device=self.device)  # episodes, falls
+        self._locate_env_tiles()
+
+    def _locate_env_tiles(self) -> None:
+        """`env_origins [N, 3]` and `env_tile_kinds [N]` of the tiles `terrain_levels` and
+        `terrain_columns` name."""
+        self.env_origins = self.terrain_tile_origins[self.terrain_levels, self.terrain_columns]
+        self.env_tile_kinds = self.terrain_tile_kinds[self.terrain_levels, self.terrain_columns]
 
     def _termination_heights(self) -> torch.Tensor:
         """Per-body heights `[B]`; `termination_height` overrides the robot's default height."""
@@ -243,14 +248,14 @@ class Humanoid:
             self.terrain_levels[done_ids], fell[done_ids], self.sim.state.root_pos[done_ids],
             self.env_origins[done_ids], self.terrain_config.platform_size / 2, self.terrain.num_rows, self.generator)
         self.terrain_levels = self.terrain_levels.index_copy(0, done_ids, levels)
-        self.env_origins = self.terrain_tile_origins[self.terrain_levels, self.terrain_columns]
+        self._locate_env_tiles()
 
     def count_terrain_episodes(self, done_ids: torch.Tensor, fell: torch.Tensor) -> None:
         """Add the episodes of `done_ids [k]` that ended (and those that fell, `fell [N]`) to the
         counts of their tiles' kinds."""
-        kinds = self.terrain_tile_kinds[self.terrain_levels[done_ids], self.terrain_columns[done_ids]]  # [k]
-        self.terrain_episodes.index_add_(0, kinds, torch.ones_like(kinds, dtype=torch.float32))
-        self.terrain_falls.index_add_(0, kinds, fell[done_ids].float())
+        fell_now = fell[done_ids].float()  # [k]
+        self.terrain_counts.index_add_(0, self.env_tile_kinds[done_ids], torch.stack([torch.ones_like(fell_now),
+                                                                                      fell_now], dim=-1))
 
     def terrain_metrics(self) -> dict[str, float]:
         """`terrain/level` (mean level of the envs) and `terrain/fall_rate/<kind>` (share of the
@@ -259,11 +264,10 @@ class Humanoid:
         if self.terrain is None:
             return {}
         out = {"terrain/level": float(self.terrain_levels.float().mean())}
-        for k, name in enumerate(self.terrain_kind_names):
-            if float(self.terrain_episodes[k]) > 0:
-                out[f"terrain/fall_rate/{name}"] = float(self.terrain_falls[k] / self.terrain_episodes[k])
-        self.terrain_episodes.zero_()
-        self.terrain_falls.zero_()
+        for name, (episodes, falls) in zip(self.terrain_kind_names, self.terrain_counts.tolist()):
+            if episodes > 0:
+                out[f"terrain/fall_rate/{name}"] = falls / episodes
+        self.terrain_counts.zero_()
         return out
 
     @property
@@ -450,15 +454,10 @@ class Humanoid:
         """Humanoid part of the policy observation `[N, 15 B - 2]` and the AMP observation step
         `[N, per_step]` of every env in SimState `state`; on terrain the root height in both is
         measured from the ground under the root."""
-        humanoid_obs, amp_now = obs_fn.humanoid_observations(state.body_pos, state.body_rot, state.body_lin_vel,
-                                                             state.body_ang_vel, state.joint_rot, state.joint_vel,
-                                                             self.key_body_ids, self.cfg.local_root_obs,
-                                                             self.cfg.policy_root_rotation)
-        if self.terrain is not None:
-            ground = self._ground_under_root(state)  # [N], once for both
-            humanoid_obs = terrain_fn.with_root_height_above(humanoid_obs, ground)
-            amp_now = terrain_fn.with_root_height_above(amp_now, ground)
-        return humanoid_obs, amp_now
+        ground = self._ground_under_root(state) if self.terrain is not None else None  # [N], once for both
+        return obs_fn.humanoid_observations(state.body_pos, state.body_rot, state.body_lin_vel, state.body_ang_vel,
+                                            state.joint_rot, state.joint_vel, self.key_body_ids,
+                                            self.cfg.local_root_obs, self.cfg.policy_root_rotation, ground)
 
     def ground_under_bodies(self, state) -> torch.Tensor:
         """`[N, B]` ground height under each body origin of SimState `state`, looked up once per

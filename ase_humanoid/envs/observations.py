@@ -129,6 +129,7 @@ def humanoid_observations(
     key_body_ids: torch.Tensor,
     local_root_obs: bool = True,
     policy_root_rotation: str = "heading_free",
+    root_ground_height: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """The policy observation `[n, 15 B - 2]` and the AMP observation step `[n, 13 + 6 J + D + 3 K]`
     of the same states, equal to `policy_observation` and `amp_observation` of them, computed
@@ -136,7 +137,8 @@ def humanoid_observations(
 
     body_* `[n, B, ...]` world body states (body 0 = root), joint_rot `[n, J, 4]`,
     joint_vel `[n, D]`, key_body_ids `[K]` long; `local_root_obs` as in `amp_observation`,
-    `policy_root_rotation` as `root_rotation` in `policy_observation`.
+    `policy_root_rotation` as `root_rotation` in `policy_observation`. `root_ground_height [n]`
+    (terrain): the ground under each root, so both observations' root height is measured from it.
     """
     n, num_bodies = body_pos.shape[:2]
     root_pos, root_rot = body_pos[:, 0], body_rot[:, 0]
@@ -153,7 +155,7 @@ def humanoid_observations(
     if policy_root_rotation == "world":  # the root's own rotation keeps its heading
         local[:, root] = world_tan_norm[:, :2]
     policy_rows = 5 * num_bodies - 1
-    height = root_pos[:, 2:3]
+    height = root_pos[:, 2:3] if root_ground_height is None else root_pos[:, 2:3] - root_ground_height.unsqueeze(-1)
     policy = torch.cat([height, local[:, :policy_rows].reshape(n, 3 * policy_rows)], dim=-1)
     lin, ang = 3 * num_bodies - 1, 4 * num_bodies - 1  # rows of the root's velocities
     amp = torch.cat([height, root_rows, local[:, lin], local[:, ang],

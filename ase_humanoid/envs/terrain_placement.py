@@ -28,11 +28,11 @@ def terrain_placement(root_pos: torch.Tensor, body_pos: torch.Tensor, origins: t
     root-height observation of a moved state, the lift minus the ground under the moved root."""
     n, num_bodies = body_pos.shape[:2]
     shift_xy = origins[:, :2] - root_pos[:, :2]  # [n, 2]
-    ring = _RING.to(body_pos.device, body_pos.dtype) * FOOTPRINT_RADIUS  # [5, 2]
+    ring = (_RING * FOOTPRINT_RADIUS).to(body_pos.device, body_pos.dtype)  # [5, 2]
     footprint = ((body_pos[..., :2] + shift_xy[:, None]).unsqueeze(-2) + ring).reshape(n, num_bodies * len(ring), 2)
-    moved_root = (root_pos[:, :2] + shift_xy).unsqueeze(1)  # [n, 1, 2]
-    heights = ground.height_at(torch.cat([footprint, moved_root], dim=1))  # [n, 5 B + 1]
-    lift = heights[:, :-1].reshape(n, num_bodies, len(ring)).amax(dim=-1).amax(dim=1)  # [n]
+    # the moved root stands on its spawn point's xy
+    heights = ground.height_at(torch.cat([footprint, origins[:, None, :2]], dim=1))  # [n, 5 B + 1]
+    lift = heights[:, :-1].amax(dim=1)  # [n]
     return torch.cat([shift_xy, lift.unsqueeze(-1)], dim=-1), lift - heights[:, -1]
 
 
@@ -45,13 +45,7 @@ def highest_ground(ground, xy: torch.Tensor, radius: float) -> torch.Tensor:
 def with_root_height_above_ground(obs: torch.Tensor, root_pos: torch.Tensor, ground) -> torch.Tensor:
     """`obs [n, K]` whose entry 0 is the root's world height, with it measured from the ground
     under the root (`root_pos [n, 3]`) instead (a new tensor)."""
-    return with_root_height_above(obs, ground.height_at(root_pos[:, :2]))
-
-
-def with_root_height_above(obs: torch.Tensor, ground_height: torch.Tensor) -> torch.Tensor:
-    """`obs [n, K]` with entry 0 (the root's world height) less `ground_height [n]` (a new tensor);
-    for several observations of the same roots, looked up once."""
-    return torch.cat([obs[:, :1] - ground_height.unsqueeze(-1), obs[:, 1:]], dim=-1)
+    return torch.cat([obs[:, :1] - ground.height_at(root_pos[:, :2]).unsqueeze(-1), obs[:, 1:]], dim=-1)
 
 
 def body_heights_above_ground(body_pos: torch.Tensor, ground) -> torch.Tensor:

@@ -1,39 +1,50 @@
 """Batched ground-height lookups in torch, on the env's device: what resets, terminations and the
-height-scan observation read (never the simulator: one gather per query, no contacts needed).
+height-scan observation read (never the simulator: one grid_sample per query, no contacts needed).
 
 `HeightMap(terrain, device).height_at(xy [..., 2]) -> [...]` interpolates the heightfield
-bilinearly (exact at the samples and on planes, e.g. slopes; between samples of uneven ground it
-may differ from MuJoCo's triangulated surface by a fraction of the height step). Points outside
-the heightfield take the nearest edge's height. `FlatGround` answers 0 everywhere (terrain=flat).
+bilinearly (the samples' heights at the samples and planes, e.g. slopes, between them, to float32
+rounding; between samples of uneven ground it may differ from MuJoCo's triangulated surface by a
+fraction of the height step). Points outside the heightfield take the nearest edge's height.
+`FlatGround` answers 0 everywhere (terrain=flat).
 """
 
 from __future__ import annotations
 
 import torch
+from torch.nn import functional as F
 
 from ase_humanoid.terrain.grid import Terrain
+
+
+class BilinearGrid:
+    """A height grid `heights [nx, ny]` whose sample (i, j) lies at `origin + (i, j) * scale`,
+    prepared for `F.grid_sample`: one kernel per lookup, where the gather-and-blend formula took
+    about twenty small torch ops (the per-step callers pay per op: 12-23 us against 70-95 us per
+    lookup on a CPU core). grid_sample's normalised coordinates cost float32 rounding of about
+    3e-5 of a sample spacing on a 441-sample grid, i.e. micrometres of height."""
+
+    def __init__(self, heights: torch.Tensor, origin: tuple[float, float], scale: float):
+        nx, ny = heights.shape
+        self.dtype = heights.dtype
+        self.image = heights.t().contiguous().view(1, 1, ny, nx)  # grid_sample: x runs along the width
+        extent = torch.tensor([max(nx - 1, 1) * scale, max(ny - 1, 1) * scale], dtype=heights.dtype)
+        # world xy -> [-1, 1] over the samples (align_corners=True): xy * grid_scale + grid_shift
+        self.grid_scale = (2.0 / extent).to(heights.device)
+        self.grid_shift = (-1.0 - torch.tensor(origin, dtype=heights.dtype) * 2.0 / extent).to(heights.device)
+
+    def __call__(self, xy: torch.Tensor) -> torch.Tensor:
+        """Heights `[...]` at world points `xy [..., 2]`, clamped to the grid's edges, in the wider
+        of the grid's and the points' dtypes."""
+        grid = xy.reshape(1, 1, -1, 2).to(self.dtype).mul(self.grid_scale).add_(self.grid_shift)
+        heights = F.grid_sample(self.image, grid, mode="bilinear", padding_mode="border", align_corners=True)
+        return heights.view(xy.shape[:-1]).to(torch.promote_types(self.dtype, xy.dtype))
 
 
 def bilinear_height(heights: torch.Tensor, origin: tuple[float, float], scale: float, xy: torch.Tensor) -> torch.Tensor:
     """Heights `[...]` at world points `xy [..., 2]` of the grid `heights [nx, ny]` whose sample
     (i, j) lies at `origin + (i, j) * scale` (origin: two floats); clamped to the grid's edges.
-
-    Per point: low = h00 + (h10 - h00) wx, high = h01 + (h11 - h01) wx, low + (high - low) wy,
-    with the four corners fetched in one `index_select`. The per-step callers (observations,
-    fall heights, reset placement) pay per torch call, so the temporaries are reused in place."""
-    nx, ny = heights.shape
-    x, y = xy.unbind(-1)
-    gx = ((x - float(origin[0])) / scale).clamp_(0.0, nx - 1)
-    gy = ((y - float(origin[1])) / scale).clamp_(0.0, ny - 1)
-    ix, iy = gx.floor().clamp_(max=nx - 2), gy.floor().clamp_(max=ny - 2)  # the cell's lower corner
-    wx, wy = gx.sub_(ix), gy.sub_(iy)
-    base = ix.long().mul_(ny).add_(iy.long()).unsqueeze_(-1)
-    corners = torch.tensor([0, ny, 1, ny + 1], device=xy.device)  # (i, j), (i+1, j), (i, j+1), (i+1, j+1)
-    h = heights.reshape(-1).index_select(0, (base + corners).view(-1)).view(base.shape[:-1] + (4,))
-    h00, h10, h01, h11 = h.unbind(-1)
-    low = ((h10 - h00) * wx).add_(h00)  # out of place first: wx may be of a wider dtype than heights
-    high = ((h11 - h01) * wx).add_(h01)
-    return (high - low).mul_(wy).add_(low)
+    For repeated lookups keep a `BilinearGrid` (as `HeightMap` does)."""
+    return BilinearGrid(heights, origin, scale)(xy)
 
 
 class HeightMap:
@@ -45,12 +56,13 @@ class HeightMap:
         self.heights = torch.as_tensor(terrain.heights, dtype=torch.float32, device=self.device)
         self.origin = (float(terrain.origin[0]), float(terrain.origin[1]))
         self.scale = float(terrain.horizontal_scale)
+        self._lookup = BilinearGrid(self.heights, self.origin, self.scale)
 
     is_flat = False
 
     def height_at(self, xy: torch.Tensor) -> torch.Tensor:
         """Ground heights `[...]` under world points `xy [..., 2]` (e.g. `[N, 2]` -> `[N]`)."""
-        return bilinear_height(self.heights, self.origin, self.scale, xy)
+        return self._lookup(xy)
 
 
 class FlatGround:
