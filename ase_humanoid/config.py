@@ -13,7 +13,7 @@ from pathlib import Path
 
 from omegaconf import DictConfig, OmegaConf
 
-from ase_humanoid.errors import ConfigError
+from ase_humanoid.errors import ConfigError, did_you_mean
 from ase_humanoid.paths import CFG_DIR
 from ase_humanoid.utils.checks import check_seed
 from ase_humanoid.utils.cpu_threads import available_cores
@@ -129,7 +129,8 @@ def _check_key(key: str, cfg: DictConfig) -> None:
         if not isinstance(node, DictConfig) or part not in node:
             where = ".".join(parts[:depth]) or "the top level"
             valid = sorted(node.keys()) if isinstance(node, DictConfig) else []
-            raise ConfigError(f"unknown config key '{key}': '{part}' is not a key of {where}; valid keys there: {', '.join(map(str, valid))}")
+            raise ConfigError(f"unknown config key '{key}': '{part}' is not a key of {where}{did_you_mean(part, valid)}; "
+                              f"valid keys there: {', '.join(map(str, valid))}")
         node = node._get_node(part)
 
 
@@ -147,7 +148,7 @@ def compose_config(overrides: list[str] | tuple[str, ...] = (), cfg_dir: Path = 
     for group, choice in group_overrides.items():
         valid = group_choices(group, cfg_dir)
         if choice not in valid:
-            raise ConfigError(f"unknown {group} '{choice}'; valid choices: {', '.join(valid)}")
+            raise ConfigError(f"unknown {group} '{choice}'{did_you_mean(choice, valid)}; valid choices: {', '.join(valid)}")
 
     GlobalHydra.instance().clear()
     with initialize_config_dir(config_dir=str(cfg_dir), version_base=None):

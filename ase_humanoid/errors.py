@@ -1,5 +1,7 @@
 """The project's own exception types: every user-facing failure names the file or key at fault."""
 
+import difflib
+
 
 class AseHumanoidError(Exception):
     """Base class for errors raised by ase_humanoid."""
@@ -27,3 +29,10 @@ class TrainingError(AseHumanoidError):
 
 class EnvStateError(AseHumanoidError, RuntimeError):
     """An env was used out of order: stepped before its first reset, or used after close()."""
+
+
+def did_you_mean(name, valid) -> str:
+    """` (did you mean 'x'?)` naming the closest of `valid` to a mistyped `name`, or '' when none
+    is close: for messages about an unknown key or choice, before the list of valid ones."""
+    close = difflib.get_close_matches(str(name), [str(v) for v in valid], n=1, cutoff=0.75)
+    return f" (did you mean '{close[0]}'?)" if close else ""

@@ -17,7 +17,7 @@ from ase_humanoid.builders import build_env
 from ase_humanoid.config import compose_config, hydra_quote
 from ase_humanoid.envs import env_class, gym_id
 from ase_humanoid.envs.gym_vector import HumanoidVectorEnv
-from ase_humanoid.errors import ConfigError
+from ase_humanoid.errors import ConfigError, did_you_mean
 
 # make_vector_env keywords that are top-level keys of the run config (cfg/config.yaml).
 RUN_CONFIG_KEYS = ("robot", "motion_file", "sim", "device", "num_threads", "seed", "profile",
@@ -75,7 +75,8 @@ def vector_env_overrides(task: str, num_envs: int, options: dict[str, Any]) -> l
             overrides.append(f"task.env.{key}={hydra_value(value)}")
         else:
             valid = sorted(set(RUN_CONFIG_KEYS) | set(AGENT_KEYS) | env_keys | {"terrain"})
-            raise ConfigError(f"unknown keyword '{key}' for {gym_id(task)}; valid keywords: "
+            raise ConfigError(f"unknown keyword '{key}' for {gym_id(task)}"
+                              f"{did_you_mean(key, ['num_envs', 'render_env_id', *valid])}; valid keywords: "
                               f"num_envs, render_env_id, {', '.join(valid)}")
     return overrides
 

@@ -36,6 +36,11 @@ def test_overrides_apply():
     ("num_env=16", "unknown config key 'num_env'.*valid keys there:.*num_envs"),
     ("train.params.lr=1", "unknown config key 'train.params.lr'.*learning_rate"),
     ("task=HumanoidFly", "unknown task 'HumanoidFly'; valid choices:.*HumanoidAMP"),
+    # a near miss is named; a far one is not guessed at
+    ("task=HumanoidHeadin", r"unknown task 'HumanoidHeadin' \(did you mean 'HumanoidHeading'\?\); valid choices"),
+    ("train.params.learning_rat=1e-4",
+     r"'learning_rat' is not a key of train.params \(did you mean 'learning_rate'\?\); valid keys there"),
+    ("train.params.lr=1", r"'lr' is not a key of train.params; valid keys there"),
     ("train=sac", "unknown train 'sac'; valid choices:.*ase"),
     ("sim=bullet", "unknown sim 'bullet'; valid choices: auto, isaacgym, mujoco, mujoco_warp"),
     ("robot=atlas", "unknown robot 'atlas'; valid choices: amp_humanoid, sword_shield"),

@@ -70,7 +70,8 @@ def test_sizes(robot, obs_size, amp_size, actions):
 
 
 def test_config_errors():
-    with pytest.raises(ConfigError, match="num_env.*valid keys.*num_envs"):
+    with pytest.raises(ConfigError, match=r"\['num_env'\] for HumanoidEnvConfig \(did you mean 'num_envs'\?\); "
+                                          r"valid keys.*num_envs"):
         make_env("HumanoidAMP", num_env=4)
     with pytest.raises(ConfigError, match="state_init"):
         make_env("HumanoidAMP", state_init="Sometimes")

@@ -129,7 +129,7 @@ def test_render_returns_an_rgb_frame():
 
 
 def test_keyword_errors_list_the_valid_keys():
-    with pytest.raises(ConfigError, match="unknown keyword 'stat_init'.*state_init"):
+    with pytest.raises(ConfigError, match=r"unknown keyword 'stat_init' for .*\(did you mean 'state_init'\?\)"):
         make(2, stat_init="Random")
     with pytest.raises(ConfigError, match="state_init"):
         make(2, state_init="Sometimes")

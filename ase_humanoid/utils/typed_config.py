@@ -13,7 +13,7 @@ import types
 import typing
 from typing import Any, Mapping, TypeVar
 
-from ase_humanoid.errors import ConfigError
+from ase_humanoid.errors import ConfigError, did_you_mean
 
 C = TypeVar("C")
 
@@ -28,7 +28,8 @@ def config_from_mapping(cls: type[C], values: Mapping[str, Any] | None, kind: st
     fields = {f.name for f in dataclasses.fields(cls)}
     unknown = sorted(set(values) - fields)
     if unknown:
-        raise ConfigError(f"unknown {kind} config key(s) {unknown} for {cls.__name__}; "
+        hint = did_you_mean(unknown[0], fields) if len(unknown) == 1 else ""
+        raise ConfigError(f"unknown {kind} config key(s) {unknown} for {cls.__name__}{hint}; "
                           f"valid keys: {sorted(fields)}")
     converted = {key: _coerce(f"{kind} config key '{key}'", value, hints[key]) for key, value in values.items()}
     config = cls(**converted)
