@@ -1,17 +1,16 @@
 """Where a heightfield's extra physics cost goes: MuJoCo's time per world and physics step on the
-terrain's heightfield against the plane, for the same world states.
+terrain's heightfield against the plane, each for the states its own env reached.
 
     python benchmarks/terrain_collision.py --terrain mixed --scales 0.2 0.25 0.3 --json
 
 For each heightfield spacing (`terrain.horizontal_scale`) it runs HumanoidAMP on that terrain with
 uniformly random actions (as `env_throughput.py` does), keeps every world's state every 10 steps,
 and replays each kept state on one thread through `mj_step` and `mj_collision` on the terrain's
-model and on the flat-ground model (MuJoCo's plane). Times are thread CPU time, which other
+model; the flat-ground env's states likewise on MuJoCo's plane. Times are thread CPU time, which other
 processes' preemption does not inflate but a busy sibling hyperthread does: measure on a quiet
 machine. The collision is also timed with only the robot's contact bodies (the feet) colliding
 and with no body colliding, which splits the collision's difference into the feet's share and
-the other geoms'. The plane replays the states of the same env on flat ground. Prints one JSON
-object: for `plane` and per spacing (`by_scale`), microseconds per world and physics step
+the other geoms'. Prints one JSON object: for `plane` and per spacing (`by_scale`), microseconds per world and physics step
 (`step_us`, `collision_us`, `collision_feet_only_us`, `collision_no_body_us`), contacts per world,
 and per spacing `physics_terrain_vs_plane` (plane step time / heightfield step time).
 """
