@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from types import SimpleNamespace
 
 import mujoco
 import numpy as np
@@ -162,8 +163,7 @@ def test_height_at_is_the_bilinear_formula(mixed):
 
 def test_height_scan_is_in_the_heading_frame():
     plane = torch.tensor([[0.5 * (x - 10) for _ in range(21)] for x in range(21)])  # h = 0.5 x (world)
-    ground = FlatGround()  # any object with height_at
-    ground.height_at = lambda xy: bilinear_height(plane, (-10.0, -10.0), 1.0, xy)
+    ground = SimpleNamespace(height_at=lambda xy: bilinear_height(plane, (-10.0, -10.0), 1.0, xy))  # a ground
     offsets = height_scan_offsets((3, 1), 1.0)  # behind, at, ahead of the root
     assert offsets.tolist() == [[-1.0, 0.0], [0.0, 0.0], [1.0, 0.0]]
     root = torch.tensor([[0.0, 0.0, 1.0], [0.0, 0.0, 1.0]])

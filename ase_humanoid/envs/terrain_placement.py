@@ -17,6 +17,7 @@ FOOTPRINT_RADIUS = 0.12
 """Metres around each body origin where the ground is also sampled (a foot box's half length)."""
 
 _RING = torch.tensor([[0.0, 0.0], [1.0, 0.0], [-1.0, 0.0], [0.0, 1.0], [0.0, -1.0]])
+_FOOTPRINT = _RING * FOOTPRINT_RADIUS  # [5, 2] metres
 
 
 def terrain_placement(root_pos: torch.Tensor, body_pos: torch.Tensor, origins: torch.Tensor,
@@ -28,7 +29,7 @@ def terrain_placement(root_pos: torch.Tensor, body_pos: torch.Tensor, origins: t
     root-height observation of a moved state, the lift minus the ground under the moved root."""
     n, num_bodies = body_pos.shape[:2]
     shift_xy = origins[:, :2] - root_pos[:, :2]  # [n, 2]
-    ring = (_RING * FOOTPRINT_RADIUS).to(body_pos.device, body_pos.dtype)  # [5, 2]
+    ring = _FOOTPRINT.to(body_pos.device, body_pos.dtype)  # [5, 2]
     footprint = ((body_pos[..., :2] + shift_xy[:, None]).unsqueeze(-2) + ring).reshape(n, num_bodies * len(ring), 2)
     # the moved root stands on its spawn point's xy
     heights = ground.height_at(torch.cat([footprint, origins[:, None, :2]], dim=1))  # [n, 5 B + 1]

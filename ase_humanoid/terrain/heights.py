@@ -54,12 +54,18 @@ class HeightMap:
     def __init__(self, terrain: Terrain, device="cpu"):
         self.terrain = terrain
         self.device = torch.device(device)
-        self.heights = torch.as_tensor(terrain.heights, dtype=torch.float32, device=self.device)
         self.origin = (float(terrain.origin[0]), float(terrain.origin[1]))
         self.scale = float(terrain.horizontal_scale)
-        self._lookup = BilinearGrid(self.heights, self.origin, self.scale)
+        heights = torch.as_tensor(terrain.heights, dtype=torch.float32, device=self.device)
+        self._lookup = BilinearGrid(heights, self.origin, self.scale)
 
     is_flat = False
+
+    @property
+    def heights(self) -> torch.Tensor:
+        """`[nx, ny]` on the device: a view of the lookup's grid, so the heightfield (up to 64 MB
+        at MAX_HEIGHTFIELD_SAMPLES) is held once."""
+        return self._lookup.image[0, 0].t()
 
     def height_at(self, xy: torch.Tensor) -> torch.Tensor:
         """Ground heights `[...]` under world points `xy [..., 2]` (e.g. `[N, 2]` -> `[N]`)."""
