@@ -21,8 +21,10 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from ase_humanoid.config import saved_value
 from ase_humanoid.envs.motion_quality import MotionQualityProbe
 from ase_humanoid.errors import ConfigError
+from ase_humanoid.paths import PROJECT_ROOT
 from ase_humanoid.runner import EpisodeTracker
 from ase_humanoid.utils.checkpoint import POLICY_ENTRIES, load_checkpoint, require_entries
+from ase_humanoid.utils.shipped_models import shipped_policies
 
 
 def checkpoint_test_config(checkpoint, overrides=()) -> tuple[DictConfig, dict]:
@@ -41,7 +43,9 @@ def load_policy(cfg: DictConfig):
     from ase_humanoid.builders import build_agent, build_env, resolve_path
 
     if not cfg.checkpoint and cfg.task.name != "HumanoidViewMotion":
-        raise ConfigError("test=true needs checkpoint=<file or run folder>")
+        shipped = [path.relative_to(PROJECT_ROOT).as_posix() for path in shipped_policies(cfg.task.name)]
+        hint = f"; shipped for {cfg.task.name}: {', '.join(shipped)}" if shipped else ""
+        raise ConfigError(f"test=true needs checkpoint=<file or run folder>{hint}")
     check_video_path(cfg.video)
     if cfg.task.name == "HumanoidViewMotion":
         return build_env(cfg), None

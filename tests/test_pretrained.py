@@ -10,6 +10,9 @@ from pathlib import Path
 import pytest
 import torch
 
+from ase_humanoid.config import compose_config
+from ase_humanoid.errors import ConfigError
+from ase_humanoid.evaluate import load_policy
 from ase_humanoid.utils.shipped_models import (
     POLICY_AGENT_ENTRIES,
     PRETRAINED_DIR,
@@ -19,6 +22,7 @@ from ase_humanoid.utils.shipped_models import (
     card_metrics,
     read_checksums,
     sha256_of,
+    shipped_policies,
 )
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
@@ -69,3 +73,12 @@ def test_shipped_model_reproduces_its_card(model):
     measured = _check_run(model, check)
     for key, (expected, tolerance) in check["expect"].items():
         assert abs(measured[key] - expected) <= tolerance, (key, measured[key], expected, tolerance)
+
+
+def test_shipped_models_are_found_by_their_task_and_named_when_test_lacks_a_checkpoint():
+    for model in MODELS:  # the card's agent row agrees with the weights' own run config
+        task = torch.load(model, weights_only=True)["config"]["task"]["name"]
+        assert model in shipped_policies(task)
+    assert shipped_policies("HumanoidNoSuchTask") == []
+    with pytest.raises(ConfigError, match=r"needs checkpoint=.*; shipped for HumanoidReach: pretrained/reach_amp_humanoid\.pt$"):
+        load_policy(compose_config(["task=HumanoidReach", "test=true"]))

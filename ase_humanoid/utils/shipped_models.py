@@ -111,6 +111,20 @@ def shipped_llc_path(robot_name: str, task_name: str | None = None) -> Path | No
     return PRETRAINED_DIR / name
 
 
+# The card's agent row as tools/ship_model.py writes it: "| agent | HRLAgent on task T, robot R |".
+_CARD_AGENT_ROW = re.compile(r"^\| agent \| \w+ on task (\w+), robot (\w+) \|$", flags=re.MULTILINE)
+
+
+def shipped_policies(task_name: str, folder: Path = PRETRAINED_DIR) -> list[Path]:
+    """The shipped models trained on task `task_name` (read from their cards' agent rows), by name."""
+    found = []
+    for card in sorted(Path(folder).glob("*.md")):
+        match = _CARD_AGENT_ROW.search(card.read_text())
+        if match and match.group(1) == task_name and card.with_suffix(".pt").is_file():
+            found.append(card.with_suffix(".pt"))
+    return found
+
+
 def card_metrics(card_path: Path) -> dict[str, Any]:
     """The first fenced ```json block of a model card, parsed as JSON (plain data only)."""
     text = Path(card_path).read_text()
