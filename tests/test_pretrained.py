@@ -82,3 +82,11 @@ def test_shipped_models_are_found_by_their_task_and_named_when_test_lacks_a_chec
     assert shipped_policies("HumanoidNoSuchTask") == []
     with pytest.raises(ConfigError, match=r"needs checkpoint=.*; shipped for HumanoidReach: pretrained/reach_amp_humanoid\.pt$"):
         load_policy(compose_config(["task=HumanoidReach", "test=true"]))
+
+
+def test_shipped_policies_skips_unreadable_cards_and_cards_without_weights(tmp_path):
+    (tmp_path / "mine.pt").write_bytes(b"")
+    (tmp_path / "mine.md").write_text("| agent | HRLAgent on task HumanoidReach, robot amp_humanoid |\n")
+    (tmp_path / "notes.md").write_bytes(b"\xff\xfe binary, not a card")
+    (tmp_path / "orphan.md").write_text("| agent | HRLAgent on task HumanoidReach, robot amp_humanoid |\n")
+    assert shipped_policies("HumanoidReach", tmp_path) == [tmp_path / "mine.pt"]

@@ -119,7 +119,7 @@ def shipped_policies(task_name: str, folder: Path = PRETRAINED_DIR) -> list[Path
     """The shipped models trained on task `task_name` (read from their cards' agent rows), by name."""
     found = []
     for card in sorted(Path(folder).glob("*.md")):
-        match = _CARD_AGENT_ROW.search(card.read_text())
+        match = _CARD_AGENT_ROW.search(card.read_text(errors="replace"))  # a stray non-UTF-8 file is no card
         if match and match.group(1) == task_name and card.with_suffix(".pt").is_file():
             found.append(card.with_suffix(".pt"))
     return found
