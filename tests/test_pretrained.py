@@ -76,7 +76,7 @@ def test_shipped_model_reproduces_its_card(model):
 
 
 def test_shipped_models_are_found_by_their_task_and_named_when_test_lacks_a_checkpoint():
-    for model in MODELS:  # the card's agent row agrees with the weights' own run config
+    for model in MODELS:
         task = torch.load(model, weights_only=True)["config"]["task"]["name"]
         assert model in shipped_policies(task)
     assert shipped_policies("HumanoidNoSuchTask") == []
@@ -84,9 +84,8 @@ def test_shipped_models_are_found_by_their_task_and_named_when_test_lacks_a_chec
         load_policy(compose_config(["task=HumanoidReach", "test=true"]))
 
 
-def test_shipped_policies_skips_unreadable_cards_and_cards_without_weights(tmp_path):
-    (tmp_path / "mine.pt").write_bytes(b"")
-    (tmp_path / "mine.md").write_text("| agent | HRLAgent on task HumanoidReach, robot amp_humanoid |\n")
-    (tmp_path / "notes.md").write_bytes(b"\xff\xfe binary, not a card")
-    (tmp_path / "orphan.md").write_text("| agent | HRLAgent on task HumanoidReach, robot amp_humanoid |\n")
+def test_shipped_policies_leaves_out_damaged_files(tmp_path):
+    (tmp_path / "mine.pt").write_bytes((PRETRAINED_DIR / "reach_amp_humanoid.pt").read_bytes())
+    (tmp_path / "broken.pt").write_bytes(b"\xff\xfe not a torch file")
+    (tmp_path / "empty.pt").write_bytes(b"")
     assert shipped_policies("HumanoidReach", tmp_path) == [tmp_path / "mine.pt"]

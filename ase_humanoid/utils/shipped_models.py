@@ -111,17 +111,19 @@ def shipped_llc_path(robot_name: str, task_name: str | None = None) -> Path | No
     return PRETRAINED_DIR / name
 
 
-# The card's agent row as tools/ship_model.py writes it: "| agent | HRLAgent on task T, robot R |".
-_CARD_AGENT_ROW = re.compile(r"^\| agent \| \w+ on task (\w+), robot (\w+) \|$", flags=re.MULTILINE)
-
-
 def shipped_policies(task_name: str, folder: Path = PRETRAINED_DIR) -> list[Path]:
-    """The shipped models trained on task `task_name` (read from their cards' agent rows), by name."""
+    """The shipped models trained on task `task_name` (from each file's own run config), by name;
+    a damaged file is left out here and reported when it is loaded."""
+    from ase_humanoid.utils.checkpoint import load_checkpoint_config  # it imports this module
+
     found = []
-    for card in sorted(Path(folder).glob("*.md")):
-        match = _CARD_AGENT_ROW.search(card.read_text(errors="replace"))  # a stray non-UTF-8 file is no card
-        if match and match.group(1) == task_name and card.with_suffix(".pt").is_file():
-            found.append(card.with_suffix(".pt"))
+    for path in sorted(Path(folder).glob("*.pt")):
+        try:
+            config = load_checkpoint_config(path) or {}
+        except CheckpointError:
+            continue
+        if (config.get("task") or {}).get("name") == task_name:
+            found.append(path)
     return found
 
 
