@@ -20,11 +20,25 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 
 from ase_humanoid.config import saved_value
 from ase_humanoid.envs.motion_quality import MotionQualityProbe
-from ase_humanoid.errors import ConfigError
+from ase_humanoid.errors import CheckpointError, ConfigError
 from ase_humanoid.paths import PROJECT_ROOT
 from ase_humanoid.runner import EpisodeTracker
-from ase_humanoid.utils.checkpoint import POLICY_ENTRIES, load_checkpoint, require_entries
-from ase_humanoid.utils.shipped_models import shipped_policies
+from ase_humanoid.utils.checkpoint import POLICY_ENTRIES, load_checkpoint, load_checkpoint_config, require_entries
+from ase_humanoid.utils.shipped_models import PRETRAINED_DIR
+
+
+def shipped_policies(task_name: str, folder: Path = PRETRAINED_DIR) -> list[Path]:
+    """The shipped models trained on task `task_name` (from each file's own run config), by name;
+    a damaged file is left out here and reported when it is loaded."""
+    found = []
+    for path in sorted(Path(folder).glob("*.pt")):
+        try:
+            config = load_checkpoint_config(path) or {}
+        except CheckpointError:
+            continue
+        if (config.get("task") or {}).get("name") == task_name:
+            found.append(path)
+    return found
 
 
 def checkpoint_test_config(checkpoint, overrides=()) -> tuple[DictConfig, dict]:

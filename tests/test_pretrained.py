@@ -12,7 +12,7 @@ import torch
 
 from ase_humanoid.config import compose_config
 from ase_humanoid.errors import ConfigError
-from ase_humanoid.evaluate import load_policy
+from ase_humanoid.evaluate import load_policy, shipped_policies
 from ase_humanoid.utils.shipped_models import (
     POLICY_AGENT_ENTRIES,
     PRETRAINED_DIR,
@@ -22,7 +22,6 @@ from ase_humanoid.utils.shipped_models import (
     card_metrics,
     read_checksums,
     sha256_of,
-    shipped_policies,
 )
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))

@@ -111,22 +111,6 @@ def shipped_llc_path(robot_name: str, task_name: str | None = None) -> Path | No
     return PRETRAINED_DIR / name
 
 
-def shipped_policies(task_name: str, folder: Path = PRETRAINED_DIR) -> list[Path]:
-    """The shipped models trained on task `task_name` (from each file's own run config), by name;
-    a damaged file is left out here and reported when it is loaded."""
-    from ase_humanoid.utils.checkpoint import load_checkpoint_config  # it imports this module
-
-    found = []
-    for path in sorted(Path(folder).glob("*.pt")):
-        try:
-            config = load_checkpoint_config(path) or {}
-        except CheckpointError:
-            continue
-        if (config.get("task") or {}).get("name") == task_name:
-            found.append(path)
-    return found
-
-
 def card_metrics(card_path: Path) -> dict[str, Any]:
     """The first fenced ```json block of a model card, parsed as JSON (plain data only)."""
     text = Path(card_path).read_text()
