@@ -184,6 +184,9 @@ def build_agent(cfg: DictConfig, env, rank: int = 0):
         return AMPAgent(obs_dim, action_dim, amp_obs_dim, env.num_envs, env.fetch_amp_obs_demo, config,
                         env.device, demo_keys=env)
     if algo == "ase":
+        if getattr(env.cfg, "getup_reward", False) and config.task_reward_w <= 0:
+            raise ConfigError("task.env.getup_reward=true is the env's reward, which the agent weighs with "
+                              f"train.params.task_reward_w ({config.task_reward_w} here): set it above 0 (e.g. 0.5)")
         return ASEAgent(obs_dim, action_dim, amp_obs_dim, env.num_envs, env.fetch_amp_obs_demo, config,
                         env.device, demo_keys=env)
     from ase_humanoid.agents.hrl import HRLAgent

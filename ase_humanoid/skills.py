@@ -45,6 +45,7 @@ import torch
 from omegaconf import DictConfig, open_dict
 
 from ase_humanoid.agents.ase import sample_unit_latents
+from ase_humanoid.envs.humanoid_ase import HEAD_BODY
 from ase_humanoid.envs.motion_quality import MotionQuality, clip_coverage, majority_clips, short_clip_names
 from ase_humanoid.errors import ConfigError
 from ase_humanoid.utils import rotations as rot
@@ -54,7 +55,6 @@ STANDING_FRACTION = 0.8
 humanoid: root 0.8 x 0.89 = 0.71 m, head 0.8 x 1.35 = 1.08 m; the walk clip's median heights
 (0.82 m, 1.28 m) and even its lowest head height (1.22 m) pass, a character on its knees does not."""
 
-HEAD_BODY = "head"
 TILE_WIDTH, TILE_HEIGHT = 160, 120  # one character's tile in the grid video
 TILE_CAMERA_DISTANCE = 3.0  # m; closer than the 640x480 evaluation video's 4 m, tiles are small
 TILE_SHADOW_MAP = 512  # px; the scene's 4096 costs ~0.2 s a tile on a software (llvmpipe) EGL

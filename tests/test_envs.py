@@ -439,6 +439,36 @@ def test_recovery_grace_period_suppresses_time_outs():
     assert bool((terminated | truncated).all()) and info["episode"]["length"].tolist() == [10, 10]
 
 
+def test_getup_reward_is_the_head_share_during_the_grace_period_only():
+    """task.env.getup_reward: the env's reward is head height / standing head height while a
+    getup episode's grace period runs, 0 once it is over (and 0 with the option off)."""
+    env = make_env("HumanoidASE", num_envs=2, state_init="Default", fall_pool_size=2, fall_steps=60,
+                   fall_init_prob=1.0, recovery_steps=3, enable_early_termination=False, getup_reward=True, **FAST)
+    env.reset()
+    head = env.robot.body_names.index("head")
+    assert env.standing_head_height == pytest.approx(float(env.default_kinematics.body_pos[0, head, 2]))
+    hold = hold_pose_actions(env, torch.zeros(2, env.num_actions))
+    for step in range(1, 6):
+        _, reward, _, _, _ = env.step(hold)
+        share = (env.sim.state.body_pos[:, head, 2] / env.standing_head_height).clamp(0, 1)
+        expected = share if step < 3 else torch.zeros(2)  # the counter reaches 0 on the third step
+        torch.testing.assert_close(reward, expected)
+        if step < 3:
+            assert (reward > 0.05).all() and (reward < 0.5).all()  # lying: the head near the floor
+    plain = make_env("HumanoidASE", num_envs=2, state_init="Default", fall_pool_size=2, fall_steps=5,
+                     fall_init_prob=1.0, **FAST)
+    plain.reset()
+    assert torch.equal(plain.step(hold)[1], torch.zeros(2))
+
+
+def test_getup_reward_pure_function():
+    from ase_humanoid.envs.humanoid_ase import getup_reward
+
+    head = torch.tensor([0.2, 0.7, 1.6, -0.1])
+    reward = getup_reward(head, 1.4, torch.tensor([True, True, True, False]))
+    torch.testing.assert_close(reward, torch.tensor([0.2 / 1.4, 0.5, 1.0, 0.0]))
+
+
 def test_fall_init_starts_from_pool():
     # Hybrid init is configured, but every reset draws from the pool (no reference resets at all)
     env = make_env("HumanoidASE", num_envs=4, motion_file=str(CARTWHEEL), state_init="Hybrid",

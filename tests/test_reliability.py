@@ -8,11 +8,12 @@ from pathlib import Path
 
 import pytest
 import torch
+from omegaconf import open_dict
 from project_scripts import load_script
 
 from ase_humanoid.builders import build_agent, build_env
 from ase_humanoid.config import compose_config
-from ase_humanoid.errors import CheckpointError
+from ase_humanoid.errors import CheckpointError, ConfigError
 from ase_humanoid.runner import Runner
 from ase_humanoid.utils.checkpoint import load_checkpoint, save_checkpoint
 
@@ -82,6 +83,22 @@ def test_saved_checkpoint_is_plain_data_and_restores_rng(tmp_path):
     assert torch.equal(state["array"], torch.arange(3.0, dtype=torch.float64)) and state["scalar"] == 2.5
     set_rng_state(state["rng"])
     assert np.array_equal(np.random.rand(3), expected[0]) and random.random() == expected[1]
+
+
+def test_getup_reward_without_its_weight_is_a_config_error(tmp_path):
+    """The getup reward reaches the ASE agent only through task_reward_w (0 in cfg/train/ase.yaml):
+    switched on with the weight left at 0 it would do nothing, so it is an error naming both keys."""
+    cfg = compose_config(["task=HumanoidASE", "num_envs=2", f"run_dir={tmp_path / 'run'}", *SMALL,
+                          "task.env.getup_reward=true", "task.env.fall_pool_size=2", "task.env.fall_steps=5"])
+    env = build_env(cfg)
+    try:
+        with pytest.raises(ConfigError, match="task.env.getup_reward.*train.params.task_reward_w"):
+            build_agent(cfg, env)
+        with open_dict(cfg):
+            cfg.train.params.task_reward_w = 0.5
+        assert build_agent(cfg, env).config.task_reward_w == 0.5
+    finally:
+        env.close()
 
 
 # ------------------------------------------------------------------ fault counters

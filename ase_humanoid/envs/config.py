@@ -119,6 +119,10 @@ class HumanoidASEConfig(HumanoidEnvConfig):
     fall_init_prob: float = 0.1  # a reset starts from a state of the fall pool
     fall_pool_size: int | None = None  # None: max(num_envs, 64)
     fall_steps: int = 75  # control steps (2.5 s) simulated to make the fall pool, as the release
+    # Not in the release (docs/TASKS.md, "Getup without getup clips"): during a getup episode's
+    # grace period the env's reward is the head's height as a share of its standing height, in
+    # [0, 1]; the agent weighs it with train.params.task_reward_w (0 in cfg/train/ase.yaml).
+    getup_reward: bool = False
 
     def validate(self) -> None:
         super().validate()

@@ -15,6 +15,10 @@ On top of the AMP humanoid (the ASE agent brings the latents, encoder and divers
   control steps (as in the release), so the policy gets that long to get up; after that the
   episode runs on like any other (up to `max_episode_length`, or at once when that has passed).
   Resets from the fall pool get the same grace period.
+* **Getup reward** (`getup_reward`, off by default, not in the release): during that grace
+  period the env's reward is the head's height above the ground as a share of its height in
+  the standing pose, clipped to [0, 1], a dense signal for getting up where the dataset holds
+  no getup motion for the discriminator to reward (docs/TASKS.md). 0 at every other step.
 * Every other reset uses the configured `state_init` (default Hybrid).
 """
 
@@ -33,11 +37,21 @@ from ase_humanoid.envs.reset_plan import (
     merge_draws,
 )
 from ase_humanoid.envs.terminations import nonfinite_envs
+from ase_humanoid.errors import ConfigError
 from ase_humanoid.sim.factory import make_backend
 from ase_humanoid.utils import rotations as rot
 
 FALL_ACTION_RANGE = 0.5
 """Random actions of the fall-pool run are uniform in [-this, this]."""
+HEAD_BODY = "head"
+"""The body whose height the getup reward measures (every robot here has one)."""
+
+
+def getup_reward(head_height: torch.Tensor, standing_head_height: float, getting_up: torch.Tensor) -> torch.Tensor:
+    """`[N]` head height above the ground `[N]` as a share of `standing_head_height`, clipped to
+    [0, 1], where `getting_up [N]` (bool), else 0."""
+    share = (head_height / standing_head_height).clamp(0.0, 1.0)
+    return torch.where(getting_up, share, torch.zeros_like(share))
 
 
 class HumanoidASE(Humanoid):
@@ -54,6 +68,13 @@ class HumanoidASE(Humanoid):
         self.fall_kinematics = self.kinematics_of(fall_states)
         self.fall_amp_obs = self.amp_obs_from_states(fall_states, self.fall_kinematics)
         self.fall_policy_obs = self.policy_obs_of(self.fall_kinematics)
+        self.head_body_id = self.standing_head_height = None
+        if self.cfg.getup_reward:
+            if HEAD_BODY not in self.robot.body_names:
+                raise ConfigError(f"task.env.getup_reward needs a body named '{HEAD_BODY}'; robot "
+                                  f"{self.robot.name} has: {', '.join(self.robot.body_names)}")
+            self.head_body_id = self.robot.body_names.index(HEAD_BODY)
+            self.standing_head_height = float(self.default_kinematics.body_pos[0, self.head_body_id, 2])
 
     def _generate_fall_pool(self, pool_size: int):
         """Simulate `pool_size` random falls in one batched run; returns root_pos [P, 3],
@@ -91,6 +112,14 @@ class HumanoidASE(Humanoid):
     def post_physics_step(self) -> None:
         super().post_physics_step()
         self.recovery_counter = (self.recovery_counter - 1).clamp_min(0)
+
+    def compute_task_reward(self) -> torch.Tensor:
+        """`[N]`: the getup reward during the grace period of getup episodes (`getup_reward`), else 0."""
+        if not self.cfg.getup_reward:
+            return super().compute_task_reward()
+        body_pos = self.sim.state.body_pos
+        head_height = body_pos[:, self.head_body_id, 2] - self.ground_under_bodies(self.sim.state)[:, self.head_body_id]
+        return getup_reward(head_height, self.standing_head_height, self.recovery_counter > 0)
 
     def compute_terminated(self) -> torch.Tensor:
         """Falls, except during the grace period of recovery / fall-pool episodes."""
