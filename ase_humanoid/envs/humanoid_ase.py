@@ -117,8 +117,9 @@ class HumanoidASE(Humanoid):
         """`[N]`: the getup reward during the grace period of getup episodes (`getup_reward`), else 0."""
         if not self.cfg.getup_reward:
             return super().compute_task_reward()
-        body_pos = self.sim.state.body_pos
-        head_height = body_pos[:, self.head_body_id, 2] - self.ground_under_bodies(self.sim.state)[:, self.head_body_id]
+        state = self.sim.state
+        head = self.head_body_id
+        head_height = state.body_pos[:, head, 2] - self.ground_under_bodies(state)[:, head]
         return getup_reward(head_height, self.standing_head_height, self.recovery_counter > 0)
 
     def compute_terminated(self) -> torch.Tensor:
