@@ -28,7 +28,7 @@ from ase_humanoid.utils.checks import input_file_problem
 # of one robot, evaluating it is meant for the task it learnt, and a resumed run continues with
 # its own task, robot, ground, data, batch and training settings up to its own end
 # (app.check_resume_config still checks every run-defining key against it).
-ADOPTED_ON_RESUME = ("task", "robot", "terrain", "motion_file", "num_envs", "max_epochs", "train")
+ADOPTED_ON_RESUME = ("task", "robot", "terrain", "motion_file", "num_envs", "max_epochs", "train", "task_env")
 ADOPTED_ON_TEST = ("task", "robot")
 ADOPTED_FROM_START = ("robot",)  # a run on an llc_checkpoint, or from a checkpoint's weights
 # The keys read from the command line before composing, to know which checkpoint speaks.
@@ -37,12 +37,14 @@ _SOURCE_KEYS = ("resume", "test", "checkpoint", "llc_checkpoint", "run_dir")
 
 def checkpoint_choices(path: Path) -> dict:
     """What a checkpoint was trained with, by ADOPTED_* name (None where it does not say; the
-    terrain as its whole `terrain` block, `train` as its algorithm and parameters)."""
+    terrain as its whole `terrain` block, `train` as its algorithm and parameters, `task_env`
+    as its task's name and env block)."""
     saved = load_checkpoint_config(path) or {}
     return {"task": saved_value(saved, "task.name"), "robot": saved_value(saved, "robot.name"),
             "terrain": saved_value(saved, "terrain"), "motion_file": saved_value(saved, "motion_file"),
             "num_envs": saved_value(saved, "num_envs"), "max_epochs": saved_value(saved, "max_epochs"),
-            "train": saved_value(saved, "train")}
+            "train": saved_value(saved, "train"),
+            "task_env": {"name": saved_value(saved, "task.name"), "env": saved_value(saved, "task.env")}}
 
 
 def _given(argv: list[str]) -> tuple[set[str], dict]:
@@ -100,20 +102,35 @@ def _command_line_alone(argv: list[str]) -> dict | None:
         return None
 
 
+def _adopt_missing(node: DictConfig, saved: dict | None, given: set[str], prefix: str) -> list[str]:
+    """Set each key of `node` (the config block at `prefix`) that the command line leaves out to
+    its value in `saved`; returns `prefix.key=value` of those that differ. Keys this version no
+    longer has are left out."""
+    current = OmegaConf.to_container(node)
+    changed = {key: value for key, value in (saved or {}).items()
+               if key in current and f"{prefix}.{key}" not in given and value != current[key]}
+    with open_dict(node):
+        for key, value in changed.items():
+            node[key] = value
+    return [f"{prefix}.{key}={value}" for key, value in changed.items()]
+
+
 def adopt_train_params(cfg: DictConfig, saved_train: dict | None, given: set[str]) -> list[str]:
     """Set each train.params key of the resumed run that the command line leaves out to the
     run's value (a profile changed since, or other defaults, must not change a run halfway);
-    returns `key=value` of those that differ. Keys this version no longer has are left out, and
-    another algorithm is left to check_resume_config to report."""
+    returns `key=value` of those that differ. Another algorithm is left to check_resume_config
+    to report."""
     if not isinstance(saved_train, dict) or saved_train.get("algo") != cfg.train.algo:
         return []
-    current = OmegaConf.to_container(cfg.train.params)
-    changed = {key: value for key, value in (saved_train.get("params") or {}).items()
-               if key in current and f"train.params.{key}" not in given and value != current[key]}
-    with open_dict(cfg):
-        for key, value in changed.items():
-            cfg.train.params[key] = value
-    return [f"train.params.{key}={value}" for key, value in changed.items()]
+    return _adopt_missing(cfg.train.params, saved_train.get("params"), given, "train.params")
+
+
+def adopt_task_env(cfg: DictConfig, saved_task: dict | None, given: set[str]) -> list[str]:
+    """The same for the resumed run's task.env keys (`task.env.getup_reward=true` given when the
+    run started must hold when it resumes), where the run's task is the one composed."""
+    if not isinstance(saved_task, dict) or saved_task.get("name") != cfg.task.name:
+        return []
+    return _adopt_missing(cfg.task.env, saved_task.get("env"), given, "task.env")
 
 
 def compose_run_config(argv: list[str]) -> DictConfig:
@@ -131,7 +148,7 @@ def compose_run_config(argv: list[str]) -> DictConfig:
         return compose_config(argv)
     choices = checkpoint_choices(path)
     adopted = {key: choices[key] for key in keys if key not in given and choices[key] is not None}
-    composed = {key: value for key, value in adopted.items() if key != "train"}
+    composed = {key: value for key, value in adopted.items() if key not in ("train", "task_env")}
     cfg = compose_config([*(_override(key, value) for key, value in composed.items()), *argv])
     if "terrain" in adopted:  # the run's terrain.* keys too, not just the kind of ground
         with open_dict(cfg):
@@ -140,6 +157,8 @@ def compose_run_config(argv: list[str]) -> DictConfig:
     shown = [_override(key, value) for key, value in composed.items() if alone is None or alone[key] != value]
     if "train" in adopted:
         shown += adopt_train_params(cfg, adopted["train"], given)
+    if "task_env" in adopted:
+        shown += adopt_task_env(cfg, adopted["task_env"], given)
     if shown:
         print(f"{' '.join(shown)}: as {source} was trained (give them to choose otherwise)", file=sys.stderr,
               flush=True)

@@ -47,3 +47,18 @@ def test_without_a_checkpoint_nothing_is_adopted(capsys):
 
 def test_the_config_is_read_without_the_weights():
     assert load_checkpoint_config(HEADING) == load_checkpoint(HEADING)["config"]
+
+
+def test_resume_keeps_the_runs_task_env_settings(capsys):
+    """task.env.* overrides given when a run started hold when it resumes (the shipped getup
+    controller was trained with getup_reward, fall_init_prob 0.3 and recovery_steps 90); one the
+    command line gives is kept, and another task's run adopts none."""
+    getup = PROJECT_ROOT / "pretrained" / "ase_llc_amp_humanoid_getup.pt"
+    cfg = compose_run_config(["resume=true", f"checkpoint={getup}", "task.env.recovery_steps=60"])
+    env = cfg.task.env
+    assert (env.getup_reward, env.fall_init_prob, env.recovery_steps) == (True, 0.3, 60)
+    assert cfg.train.params.task_reward_w == 2.0
+    said = capsys.readouterr().err
+    assert "task.env.getup_reward=True" in said and "task.env.recovery_steps" not in said
+    other = compose_run_config(["resume=true", f"checkpoint={getup}", "task=HumanoidAMP"])
+    assert "getup_reward" not in other.task.env
