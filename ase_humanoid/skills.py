@@ -45,7 +45,7 @@ import torch
 from omegaconf import DictConfig, open_dict
 
 from ase_humanoid.agents.ase import sample_unit_latents
-from ase_humanoid.envs.humanoid_ase import HEAD_BODY
+from ase_humanoid.envs.humanoid_ase import head_body_index
 from ase_humanoid.envs.motion_quality import MotionQuality, clip_coverage, majority_clips, short_clip_names
 from ase_humanoid.errors import ConfigError
 from ase_humanoid.utils import rotations as rot
@@ -266,12 +266,6 @@ def getup_config(cfg: DictConfig, options: SkillOptions) -> DictConfig:
     return out
 
 
-def head_body_id(env) -> int:
-    if HEAD_BODY not in env.robot.body_names:
-        raise ConfigError(f"the getup measurement needs a body named '{HEAD_BODY}' (robot {env.robot.name})")
-    return env.robot.body_names.index(HEAD_BODY)
-
-
 # ---------------------------------------------------------------------------- measurements
 
 @dataclass
@@ -363,7 +357,7 @@ def measure_getup(env, agent, latents: torch.Tensor, episodes: int, steps: int) 
     `env.reset()` (an env built by `getup_config`: fall-pool starts, no early termination);
     episode e holds latent e mod K. Success: `is_standing` at some step after the start."""
     k, dev = env.num_envs, env.device
-    head = head_body_id(env)
+    head = head_body_index(env.robot, "the getup measurement")
     root_min, head_min = standing_thresholds(env.default_kinematics.body_pos[0], head)
     stood, seconds, start_head, best_head = [], [], [], []
     for start in range(0, episodes, k):

@@ -47,6 +47,15 @@ HEAD_BODY = "head"
 """The body whose height the getup reward measures (every robot here has one)."""
 
 
+def head_body_index(robot, needed_by: str) -> int:
+    """Index of `HEAD_BODY` among `robot.body_names`; a ConfigError naming `needed_by` and the
+    robot's bodies if it has none."""
+    if HEAD_BODY not in robot.body_names:
+        raise ConfigError(f"{needed_by} needs a body named '{HEAD_BODY}'; robot {robot.name} has: "
+                          f"{', '.join(robot.body_names)}")
+    return robot.body_names.index(HEAD_BODY)
+
+
 def getup_reward(head_height: torch.Tensor, standing_head_height: float, getting_up: torch.Tensor) -> torch.Tensor:
     """`[N]` head height above the ground `[N]` as a share of `standing_head_height`, clipped to
     [0, 1], where `getting_up [N]` (bool), else 0."""
@@ -70,10 +79,7 @@ class HumanoidASE(Humanoid):
         self.fall_policy_obs = self.policy_obs_of(self.fall_kinematics)
         self.head_body_id = self.standing_head_height = None
         if self.cfg.getup_reward:
-            if HEAD_BODY not in self.robot.body_names:
-                raise ConfigError(f"task.env.getup_reward needs a body named '{HEAD_BODY}'; robot "
-                                  f"{self.robot.name} has: {', '.join(self.robot.body_names)}")
-            self.head_body_id = self.robot.body_names.index(HEAD_BODY)
+            self.head_body_id = head_body_index(self.robot, "task.env.getup_reward")
             self.standing_head_height = float(self.default_kinematics.body_pos[0, self.head_body_id, 2])
 
     def _generate_fall_pool(self, pool_size: int):
