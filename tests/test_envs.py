@@ -81,6 +81,8 @@ def test_config_errors():
         make_env("HumanoidAMP", num_envs="four")
     with pytest.raises(ConfigError, match="HumanoidAMP"):
         make_env("HumanoidWalk")
+    with pytest.raises(ConfigError, match="getup_reward_power.*> 0"):
+        make_env("HumanoidASE", state_init="Default", getup_reward_power=0.0)
     assert {"HumanoidAMP", "HumanoidASE", "HumanoidPerturb", "HumanoidViewMotion"} <= set(task_names())
     env = make_env("HumanoidAMP", num_envs=1, state_init="Default", **FAST)
     with pytest.raises(ConfigError, match="motion_file"):
@@ -467,6 +469,9 @@ def test_getup_reward_pure_function():
     head = torch.tensor([0.2, 0.7, 1.6, -0.1])
     reward = getup_reward(head, 1.4, torch.tensor([True, True, True, False]))
     torch.testing.assert_close(reward, torch.tensor([0.2 / 1.4, 0.5, 1.0, 0.0]))
+    # getup_reward_power: lying pays less, standing the same
+    squared = getup_reward(head, 1.4, torch.tensor([True, True, True, False]), power=2.0)
+    torch.testing.assert_close(squared, torch.tensor([(0.2 / 1.4) ** 2, 0.25, 1.0, 0.0]))
 
 
 def test_fall_init_starts_from_pool():

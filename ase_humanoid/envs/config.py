@@ -123,6 +123,9 @@ class HumanoidASEConfig(HumanoidEnvConfig):
     # grace period the env's reward is the head's height as a share of its standing height, in
     # [0, 1]; the agent weighs it with train.params.task_reward_w (0 in cfg/train/ase.yaml).
     getup_reward: bool = False
+    # The share raised to this power: above 1 the last stretch (kneeling to standing) pays more
+    # of the reward, below 1 the first (off the floor).
+    getup_reward_power: float = 1.0
 
     def validate(self) -> None:
         super().validate()
@@ -133,6 +136,7 @@ class HumanoidASEConfig(HumanoidEnvConfig):
         _check(self.fall_pool_size is None or self.fall_pool_size > 0, "fall_pool_size",
                f"must be > 0 or null, got {self.fall_pool_size}")
         _check(self.fall_steps > 0, "fall_steps", f"must be > 0, got {self.fall_steps}")
+        _check(self.getup_reward_power > 0, "getup_reward_power", f"must be > 0, got {self.getup_reward_power}")
 
 
 PROJECTILE_KINDS = ("small", "large")

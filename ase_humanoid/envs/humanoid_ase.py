@@ -17,8 +17,9 @@ On top of the AMP humanoid (the ASE agent brings the latents, encoder and divers
   Resets from the fall pool get the same grace period.
 * **Getup reward** (`getup_reward`, off by default, not in the release): during that grace
   period the env's reward is the head's height above the ground as a share of its height in
-  the standing pose, clipped to [0, 1], a dense signal for getting up where the dataset holds
-  no getup motion for the discriminator to reward (docs/TASKS.md). 0 at every other step.
+  the standing pose, clipped to [0, 1] and raised to `getup_reward_power` (1), a dense signal
+  for getting up where the dataset holds no getup motion for the discriminator to reward
+  (docs/TASKS.md). 0 at every other step.
 * Every other reset uses the configured `state_init` (default Hybrid).
 """
 
@@ -56,10 +57,11 @@ def head_body_index(robot, needed_by: str) -> int:
     return robot.body_names.index(HEAD_BODY)
 
 
-def getup_reward(head_height: torch.Tensor, standing_head_height: float, getting_up: torch.Tensor) -> torch.Tensor:
+def getup_reward(head_height: torch.Tensor, standing_head_height: float, getting_up: torch.Tensor,
+                 power: float = 1.0) -> torch.Tensor:
     """`[N]` head height above the ground `[N]` as a share of `standing_head_height`, clipped to
-    [0, 1], where `getting_up [N]` (bool), else 0."""
-    share = (head_height / standing_head_height).clamp(0.0, 1.0)
+    [0, 1] and raised to `power`, where `getting_up [N]` (bool), else 0."""
+    share = (head_height / standing_head_height).clamp(0.0, 1.0) ** power
     return torch.where(getting_up, share, torch.zeros_like(share))
 
 
@@ -126,7 +128,8 @@ class HumanoidASE(Humanoid):
         state = self.sim.state
         head = self.head_body_id
         head_height = state.body_pos[:, head, 2] - self.ground_under_bodies(state)[:, head]
-        return getup_reward(head_height, self.standing_head_height, self.recovery_counter > 0)
+        return getup_reward(head_height, self.standing_head_height, self.recovery_counter > 0,
+                            self.cfg.getup_reward_power)
 
     def compute_terminated(self) -> torch.Tensor:
         """Falls, except during the grace period of recovery / fall-pool episodes."""
