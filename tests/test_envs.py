@@ -457,6 +457,10 @@ def test_getup_reward_is_the_head_share_during_the_grace_period_only():
         torch.testing.assert_close(reward, expected)
         if step < 3:
             assert (reward > 0.05).all() and (reward < 0.5).all()  # lying: the head near the floor
+    env.recovery_counter[:] = 1  # back in the grace period: task.env.getup_reward_power squares the share
+    env.cfg.getup_reward_power = 2.0
+    share = (env.sim.state.body_pos[:, head, 2] / env.standing_head_height).clamp(0, 1)
+    torch.testing.assert_close(env.compute_task_reward(), share ** 2)
     plain = make_env("HumanoidASE", num_envs=2, state_init="Default", fall_pool_size=2, fall_steps=5,
                      fall_init_prob=1.0, **FAST)
     plain.reset()
