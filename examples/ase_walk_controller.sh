@@ -25,21 +25,7 @@ ROBOT="${2:-amp_humanoid}"
 NETS="train.params.actor_units=[256,256] train.params.critic_units=[256,256] train.params.disc_units=[256,128] train.params.learning_rate=2e-4"
 NO_FALL_STARTS="task.env.fall_init_prob=0 task.env.recovery_episode_prob=0"
 
-# stage NAME EPOCHS ARGS...: train RUNS/NAME to EPOCHS epochs (skip if done, resume if begun).
-stage() {
-  local name="$1" epochs="$2"; shift 2
-  local dir="$RUNS/$name" last
-  last="$(printf 'epoch_%06d.pt' "$epochs")"
-  if [[ -f "$dir/$last" ]]; then
-    echo "stage $name: done ($dir/$last)"
-  elif [[ -f "$dir/latest.pt" ]]; then  # the run folder holds its start: drop checkpoint= and resume=
-    local kept=() arg
-    for arg in "$@"; do [[ "$arg" == checkpoint=* || "$arg" == resume=* ]] || kept+=("$arg"); done
-    ./run python train.py resume=true run_dir="$dir" max_epochs="$epochs" "${kept[@]}"
-  else
-    ./run python train.py run_dir="$dir" max_epochs="$epochs" "$@"
-  fi
-}
+source examples/stages.sh  # stage NAME EPOCHS ARGS...
 
 # 1. Walk first: walk + run from reference states only, the style reward only (no encoder reward,
 #    no diversity loss, no epsilon-greedy), the style network's output layer starting at zero so
