@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import datetime
+import math
 import random
 import shlex
 import sys
@@ -245,6 +246,11 @@ def train_in_run_dir(cfg: DictConfig, run_dir: Path, resume_from: Path | None, r
         # Start a new run from the weights of an earlier one (agent only; fresh env and counters).
         agent.load_policy_state_dict(start_state["agent"])
         del start_state
+        previous_log_std = agent.apply_configured_action_std()
+        if previous_log_std is not None and is_main:
+            print(f"action std {math.exp(agent.config.init_log_std):.3g} (train.params.init_log_std="
+                  f"{agent.config.init_log_std:g}) instead of the checkpoint's {math.exp(previous_log_std):.3g}",
+                  flush=True)
     if is_main:
         write_text_atomic(run_dir / "config.yaml", OmegaConf.to_yaml(cfg, resolve=True))
         print(f"run folder: {run_dir}  task={cfg.task.name} algo={cfg.train.algo} robot={cfg.robot.name} "

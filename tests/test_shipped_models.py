@@ -215,3 +215,19 @@ def test_redraw_refuses_an_existing_output_and_a_checkpoint_without_a_style_laye
     err = capsys.readouterr().err
     assert "amp.pt" in err and "not an ASE controller checkpoint (AMPAgent)" in err
     assert not (tmp_path / "out.pt").exists()
+
+
+def test_a_run_from_trained_weights_acts_with_the_configured_action_std(shipped, tmp_path, capsys):
+    """The fixed action std is a setting: `init_log_std` wins over the checkpoint's copy of it
+    (until 2026-12-06 the checkpoint's silently won, so fine-tunes ran with the old std)."""
+    source = shipped.parent / "run" / "latest.pt"
+    assert torch.allclose(load_checkpoint(source)["agent"]["model"]["actor.body.log_std"], torch.tensor(-2.9))
+    run_dir = tmp_path / "wider"
+    run([*TINY_ASE, f"run_dir={run_dir}", f"checkpoint={source}", "resume=false",
+         "train.params.init_log_std=-2.3", *TRAIN])
+    assert "action std 0.1 (train.params.init_log_std=-2.3) instead of the checkpoint's 0.055" in capsys.readouterr().out
+    log_std = load_checkpoint(run_dir / "latest.pt")["agent"]["model"]["actor.body.log_std"]
+    assert torch.allclose(log_std, torch.tensor(-2.3))
+    # left at the profile's value, the run keeps the std it had (nothing printed)
+    run([*TINY_ASE, f"run_dir={tmp_path / 'same'}", f"checkpoint={source}", "resume=false", *TRAIN])
+    assert "action std" not in capsys.readouterr().out

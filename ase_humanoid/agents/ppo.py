@@ -571,6 +571,23 @@ class PPOAgent:
         self.value_norm.load_state_dict(state["value_norm"])
         self.reward_norm.load_state_dict(state["reward_norm"])
 
+    def apply_configured_action_std(self) -> float | None:
+        """For a new run from trained weights, after `load_policy_state_dict`: a fixed action std
+        (`learn_log_std: false`) is a setting, not a learnt weight, so the config's `init_log_std`
+        replaces the copy the checkpoint's networks carry (which would otherwise silently win
+        over the key). Returns the checkpoint's log-std where it differed, else None; a learnt
+        std stays as trained."""
+        log_std = self.log_std
+        if self.config.learn_log_std or isinstance(log_std, torch.nn.Parameter):
+            return None
+        configured = float(self.config.init_log_std)
+        if bool((log_std == configured).all()):
+            return None
+        previous = float(log_std.mean())
+        with torch.no_grad():
+            log_std.fill_(configured)
+        return previous
+
     def load_state_dict(self, state: dict[str, Any]) -> None:
         dims = {"obs_dim": self.obs_dim, "action_dim": self.action_dim, "num_envs": self.num_envs}
         if state.get("dims") is not None and state["dims"] != dims:
