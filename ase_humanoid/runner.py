@@ -264,6 +264,14 @@ class Runner:
         self.last_update_threads = threads
         return stats
 
+    def _tell_env_the_epoch(self) -> None:
+        """Envs that change with training progress (HumanoidASE's getup phase) learn how many
+        epochs are done; what they say about a change is printed."""
+        set_epoch = getattr(self.env, "set_training_epoch", None)
+        message = set_epoch(self.epoch) if set_epoch is not None else None
+        if message and self.is_main:
+            print(message, flush=True)
+
     def learn(self, logger: TrainingLogger | None = None, time_budget_s: float | None = None) -> dict[str, float]:
         """Train until `max_epochs` (or until `time_budget_s` of wall clock has passed);
         returns the last epoch's statistics."""
@@ -272,6 +280,7 @@ class Runner:
         stats: dict[str, float] = {}
         deadline = None if time_budget_s is None else time.perf_counter() + time_budget_s
         while self.epoch < self.max_epochs and (deadline is None or time.perf_counter() < deadline):
+            self._tell_env_the_epoch()
             t_start = time.perf_counter()
             timings = self.collect_rollout()
             t_update = time.perf_counter()

@@ -83,6 +83,10 @@ def test_config_errors():
         make_env("HumanoidWalk")
     with pytest.raises(ConfigError, match="getup_reward_power.*> 0"):
         make_env("HumanoidASE", state_init="Default", getup_reward_power=0.0)
+    for key, value, expected in [("getup_from_epoch", -1, ">= 0"), ("getup_fall_init_prob", 1.5, r"\[0, 1\] or null"),
+                                 ("getup_recovery_steps", -2, ">= 0 or null")]:
+        with pytest.raises(ConfigError, match=f"{key}.*{expected}"):
+            make_env("HumanoidASE", state_init="Default", **{key: value})
     assert {"HumanoidAMP", "HumanoidASE", "HumanoidPerturb", "HumanoidViewMotion"} <= set(task_names())
     env = make_env("HumanoidAMP", num_envs=1, state_init="Default", **FAST)
     with pytest.raises(ConfigError, match="motion_file"):
@@ -465,6 +469,42 @@ def test_getup_reward_is_the_head_share_during_the_grace_period_only():
                      fall_init_prob=1.0, **FAST)
     plain.reset()
     assert torch.equal(plain.step(hold)[1], torch.zeros(2))
+
+
+def test_getup_phase_starts_after_getup_from_epoch_epochs():
+    """task.env.getup_from_epoch: before it the env is the release's (no getup reward, the base
+    fall_init_prob and recovery_steps); from it on the getup settings, with the resets drawn
+    ahead under the old ones dropped once."""
+    env = make_env("HumanoidASE", num_envs=4, state_init="Default", fall_pool_size=4, fall_steps=5,
+                   fall_init_prob=0.0, recovery_steps=60, enable_early_termination=False, getup_reward=True,
+                   getup_from_epoch=2, getup_fall_init_prob=1.0, getup_recovery_steps=7, **FAST)
+    env.reset()
+    hold = hold_pose_actions(env, torch.zeros(4, env.num_actions))
+    assert env.set_training_epoch(0) is None and env.set_training_epoch(1) is None
+    assert not env.in_getup_phase and (env.fall_init_prob, env.recovery_steps) == (0.0, 60)
+    env.recovery_counter[:] = 5  # a grace period, but no getup reward before the phase
+    assert torch.equal(env.step(hold)[1], torch.zeros(4))
+    drawn_ahead = env.reset_draws.available
+    assert drawn_ahead > 8 and not env.take_resets(8)["from_fall_pool"].any()  # drawn with 0.0
+    message = env.set_training_epoch(2)
+    assert message == ("getup phase from epoch 3 on (task.env.getup_from_epoch=2): getup reward on, "
+                       "fall_init_prob 1, recovery_steps 7")
+    assert env.in_getup_phase and (env.fall_init_prob, env.recovery_steps) == (1.0, 7)
+    assert env.reset_draws.available == 0  # what was drawn ahead under fall_init_prob 0 is gone
+    assert env.take_resets(8)["from_fall_pool"].all()
+    env.reset_envs(torch.arange(4))
+    assert (env.recovery_counter == 7).all()
+    assert (env.step(hold)[1] > 0).all()  # the getup reward now pays
+    assert env.set_training_epoch(3) is None  # entered once
+    # a run resumed after the phase began enters it without dropping its saved draws
+    resumed = make_env("HumanoidASE", num_envs=4, state_init="Default", fall_pool_size=4, fall_steps=5,
+                       getup_reward=True, getup_from_epoch=2, getup_fall_init_prob=1.0, **FAST)
+    resumed.reset()
+    before = resumed.reset_draws.available
+    assert resumed.set_training_epoch(10) is not None and resumed.reset_draws.available == before
+    # 0 (the default): the phase is on from the start, as before the key existed
+    assert make_env("HumanoidASE", num_envs=2, state_init="Default", fall_pool_size=2, fall_steps=5,
+                    **FAST).in_getup_phase
 
 
 def test_getup_reward_pure_function():

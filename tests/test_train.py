@@ -65,12 +65,22 @@ def test_train_cli_writes_tensorboard_checkpoint_and_evaluates(task, algo, tmp_p
     assert "quality/nearest_clip/" in result.stdout  # which clips the policy looks like
 
 
-def test_resume_from_epoch_1_matches_uninterrupted_run(tmp_path):
-    common = ["task=HumanoidASE", "num_envs=8", "seed=3", *SMALL_BUFFERS, *SMALL_NETS, *NO_FINAL_REPORT]
+# HumanoidASE's getup phase begins after epoch 1, i.e. just where the interrupted run resumes.
+GETUP_PHASE = ["task.env.getup_reward=true", "train.params.task_reward_w=2.0", "task.env.getup_from_epoch=1",
+               "task.env.getup_fall_init_prob=0.5", "task.env.getup_recovery_steps=30"]
+
+
+@pytest.mark.parametrize("extra", [[], GETUP_PHASE], ids=["plain", "getup_phase"])
+def test_resume_from_epoch_1_matches_uninterrupted_run(tmp_path, capsys, extra):
+    common = ["task=HumanoidASE", "num_envs=8", "seed=3", *SMALL_BUFFERS, *SMALL_NETS, *NO_FINAL_REPORT, *extra]
     straight, interrupted = tmp_path / "straight", tmp_path / "interrupted"
     run([*common, "max_epochs=2", f"run_dir={straight}"])
     run([*common, "max_epochs=1", f"run_dir={interrupted}"])
     run([*common, "max_epochs=2", f"run_dir={interrupted}", "resume=true"])
+    phase_lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("getup phase")]
+    entered = ("getup phase from epoch 2 on (task.env.getup_from_epoch=1): getup reward on, "
+               "fall_init_prob 0.5, recovery_steps 30")
+    assert phase_lines == ([entered] * 2 if extra else [])
     a, b = read_metrics(straight)[-1], read_metrics(interrupted)[-1]
     assert a["epoch"] == b["epoch"] == 2
     losses = [k for k in a if k.startswith("train/") and ("loss" in k or "reward" in k or "acc" in k)]

@@ -126,6 +126,14 @@ class HumanoidASEConfig(HumanoidEnvConfig):
     # The share raised to this power: above 1 the last stretch (kneeling to standing) pays more
     # of the reward, below 1 the first (off the floor).
     getup_reward_power: float = 1.0
+    # Not in the release: a getup phase after pre-training, in one run. The getup reward and the
+    # two getup_* keys below act only once this many epochs are done (0: from the start), so the
+    # first epochs train as the release does; from it on a reset starts from the fall pool with
+    # probability getup_fall_init_prob and getup episodes get getup_recovery_steps (null: keep
+    # fall_init_prob / recovery_steps).
+    getup_from_epoch: int = 0
+    getup_fall_init_prob: float | None = None
+    getup_recovery_steps: int | None = None
 
     def validate(self) -> None:
         super().validate()
@@ -137,6 +145,11 @@ class HumanoidASEConfig(HumanoidEnvConfig):
                f"must be > 0 or null, got {self.fall_pool_size}")
         _check(self.fall_steps > 0, "fall_steps", f"must be > 0, got {self.fall_steps}")
         _check(self.getup_reward_power > 0, "getup_reward_power", f"must be > 0, got {self.getup_reward_power}")
+        _check(self.getup_from_epoch >= 0, "getup_from_epoch", f"must be >= 0, got {self.getup_from_epoch}")
+        _check(self.getup_fall_init_prob is None or 0.0 <= self.getup_fall_init_prob <= 1.0,
+               "getup_fall_init_prob", f"must be in [0, 1] or null, got {self.getup_fall_init_prob}")
+        _check(self.getup_recovery_steps is None or self.getup_recovery_steps >= 0, "getup_recovery_steps",
+               f"must be >= 0 or null, got {self.getup_recovery_steps}")
 
 
 PROJECTILE_KINDS = ("small", "large")

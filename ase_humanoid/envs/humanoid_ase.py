@@ -20,6 +20,11 @@ On top of the AMP humanoid (the ASE agent brings the latents, encoder and divers
   the standing pose, clipped to [0, 1] and raised to `getup_reward_power` (1), a dense signal
   for getting up where the dataset holds no getup motion for the discriminator to reward
   (docs/TASKS.md). 0 at every other step.
+* **Getup phase** (`getup_from_epoch`, 0 by default; not in the release): the getup reward and
+  the getup settings `getup_fall_init_prob` / `getup_recovery_steps` (null: keep
+  `fall_init_prob` / `recovery_steps`) apply only once the trainer has done that many epochs
+  (`set_training_epoch`), so one run pre-trains as the release does and then learns to get up.
+  An env no trainer drives (evaluation) stays in the phase it was built in.
 * Every other reset uses the configured `state_init` (default Hybrid).
 """
 
@@ -79,6 +84,7 @@ class HumanoidASE(Humanoid):
         self.fall_kinematics = self.kinematics_of(fall_states)
         self.fall_amp_obs = self.amp_obs_from_states(fall_states, self.fall_kinematics)
         self.fall_policy_obs = self.policy_obs_of(self.fall_kinematics)
+        self.in_getup_phase = self.cfg.getup_from_epoch == 0
         self.head_body_id = self.standing_head_height = None
         if self.cfg.getup_reward:
             self.head_body_id = head_body_index(self.robot, "task.env.getup_reward")
@@ -115,6 +121,35 @@ class HumanoidASE(Humanoid):
     def fall_pool_size(self) -> int:
         return int(self.fall_root_pos.shape[0])
 
+    # ---- getup phase ----------------------------------------------------------------------------
+
+    def set_training_epoch(self, epochs_done: int) -> str | None:
+        """Called by the trainer before each epoch's rollout. Enters the getup phase once
+        `getup_from_epoch` epochs are done; returns a line saying so on the epoch it starts, else
+        None. The resets drawn ahead under the old settings are dropped then (only then, so that
+        a run resumed later continues with exactly the draws it saved)."""
+        start = self.cfg.getup_from_epoch
+        if self.in_getup_phase or epochs_done < start:
+            return None
+        self.in_getup_phase = True
+        if epochs_done == start and self.reset_draws is not None:
+            self.reset_draws.discard()
+        return (f"getup phase from epoch {start + 1} on (task.env.getup_from_epoch={start}): getup reward "
+                f"{'on' if self.cfg.getup_reward else 'off'}, fall_init_prob {self.fall_init_prob:g}, "
+                f"recovery_steps {self.recovery_steps}")
+
+    @property
+    def fall_init_prob(self) -> float:
+        """Chance that a reset starts from the fall pool, in the current phase."""
+        phase_value = self.cfg.getup_fall_init_prob if self.in_getup_phase else None
+        return self.cfg.fall_init_prob if phase_value is None else phase_value
+
+    @property
+    def recovery_steps(self) -> int:
+        """Grace period of a getup episode (control steps), in the current phase."""
+        phase_value = self.cfg.getup_recovery_steps if self.in_getup_phase else None
+        return self.cfg.recovery_steps if phase_value is None else phase_value
+
     # ---- recovery bookkeeping -----------------------------------------------------------------
 
     def post_physics_step(self) -> None:
@@ -123,7 +158,7 @@ class HumanoidASE(Humanoid):
 
     def compute_task_reward(self) -> torch.Tensor:
         """`[N]`: the getup reward during the grace period of getup episodes (`getup_reward`), else 0."""
-        if not self.cfg.getup_reward:
+        if not (self.cfg.getup_reward and self.in_getup_phase):
             return super().compute_task_reward()
         state = self.sim.state
         head = self.head_body_id
@@ -147,17 +182,17 @@ class HumanoidASE(Humanoid):
         # their humanoid state and AMP history are left as they are.
         can_recover = self.terminated_buf[env_ids] & ~self.nonfinite_buf[env_ids]
         recover = can_recover & self._bernoulli(len(env_ids), cfg.recovery_episode_prob)
-        self.recovery_counter[env_ids[recover]] = cfg.recovery_steps
+        self.recovery_counter[env_ids[recover]] = self.recovery_steps
 
         others = env_ids[~recover]
         draws = self.take_resets(len(others))
-        self.recovery_counter[others] = torch.where(draws["from_fall_pool"], cfg.recovery_steps, 0)
+        self.recovery_counter[others] = torch.where(draws["from_fall_pool"], self.recovery_steps, 0)
         return self.plan_from_draws(others, draws)
 
     def _draw_resets(self, count: int) -> dict:
         """The `state_init` draws, each replaced with probability `fall_init_prob` by a random
         fall-pool state at rest; field `from_fall_pool [count]` bool says which."""
-        from_pool = self._bernoulli(count, self.cfg.fall_init_prob)
+        from_pool = self._bernoulli(count, self.fall_init_prob)
         pool_rows, other_rows = from_pool.nonzero().flatten(), (~from_pool).nonzero().flatten()
         pick = torch.randint(0, self.fall_pool_size, (len(pool_rows),), generator=self.generator, device=self.device)
         fall = dict(zip(STATE_FIELDS, self._fall_states(pick).as_tuple()))

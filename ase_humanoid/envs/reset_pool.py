@@ -53,6 +53,12 @@ class DrawAhead:
         self._next += n
         return {name: value[rows] for name, value in self._batch.items()}
 
+    def discard(self) -> None:
+        """Drop the draws not handed out yet: the next `take` draws a fresh batch (for when the
+        distribution the draws follow has changed)."""
+        self._batch = {}
+        self._count = self._next = 0
+
     def state_dict(self) -> dict:
         return {"batch": {name: value[self._next:].clone() for name, value in self._batch.items()}}
 
