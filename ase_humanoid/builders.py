@@ -184,8 +184,8 @@ def build_agent(cfg: DictConfig, env, rank: int = 0):
         return AMPAgent(obs_dim, action_dim, amp_obs_dim, env.num_envs, env.fetch_amp_obs_demo, config,
                         env.device, demo_keys=env)
     if algo == "ase":
-        if getattr(env.cfg, "getup_reward", False) and config.task_reward_w <= 0:
-            raise ConfigError("task.env.getup_reward=true is the env's reward, which the agent weighs with "
+        if getattr(env, "uses_getup_reward", False) and config.task_reward_w <= 0:
+            raise ConfigError("task.env.getup_reward=true (or in task.env.phases) is the env's reward, which the agent weighs with "
                               f"train.params.task_reward_w ({config.task_reward_w} here): set it above 0 (2.0 in docs/TASKS.md)")
         return ASEAgent(obs_dim, action_dim, amp_obs_dim, env.num_envs, env.fetch_amp_obs_demo, config,
                         env.device, demo_keys=env)

@@ -83,10 +83,17 @@ def test_config_errors():
         make_env("HumanoidWalk")
     with pytest.raises(ConfigError, match="getup_reward_power.*> 0"):
         make_env("HumanoidASE", state_init="Default", getup_reward_power=0.0)
-    for key, value, expected in [("getup_from_epoch", -1, ">= 0"), ("getup_fall_init_prob", 1.5, r"\[0, 1\] or null"),
-                                 ("getup_recovery_steps", -2, ">= 0 or null")]:
-        with pytest.raises(ConfigError, match=f"{key}.*{expected}"):
-            make_env("HumanoidASE", state_init="Default", **{key: value})
+    for phases, expected in [
+            ([{"getup_reward": True}], r"phases entry 1 needs from_epoch"),
+            ([{"from_epoch": 5}, {"from_epoch": 5}], r"phases entry 2 needs from_epoch, an integer >= 0 above"),
+            ([{"from_epoch": 1, "num_envs": 8}], r"\['num_envs'\] cannot change during training; valid keys: "
+                                                 r"from_epoch, fall_init_prob"),
+            ([{"from_epoch": 1, "fall_init_prob": 1.5}], r"'phases', entry 1 \(from_epoch 1\): env config key "
+                                                         r"'fall_init_prob': must be in \[0, 1\]"),
+            ([{"from_epoch": 1, "recovery_steps": "long"}], r"entry 1 .*recovery_steps.*integer"),
+            (["fall_init_prob"], r"phases entry 1 must be a mapping")]:
+        with pytest.raises(ConfigError, match=expected):
+            make_env("HumanoidASE", state_init="Default", phases=phases)
     assert {"HumanoidAMP", "HumanoidASE", "HumanoidPerturb", "HumanoidViewMotion"} <= set(task_names())
     env = make_env("HumanoidAMP", num_envs=1, state_init="Default", **FAST)
     with pytest.raises(ConfigError, match="motion_file"):
@@ -471,40 +478,47 @@ def test_getup_reward_is_the_head_share_during_the_grace_period_only():
     assert torch.equal(plain.step(hold)[1], torch.zeros(2))
 
 
-def test_getup_phase_starts_after_getup_from_epoch_epochs():
-    """task.env.getup_from_epoch: before it the env is the release's (no getup reward, the base
-    fall_init_prob and recovery_steps); from it on the getup settings, with the resets drawn
-    ahead under the old ones dropped once."""
+def test_phases_change_the_getup_settings_once_their_epoch_is_reached():
+    """task.env.phases: before the first entry's epoch the env is the release's (no getup reward,
+    the base fall_init_prob and recovery_steps); from it on the entry's settings, with the resets
+    drawn ahead under the old ones dropped once; a later entry changes only what it names."""
+    phases = [{"from_epoch": 2, "getup_reward": True, "fall_init_prob": 1.0, "recovery_steps": 7},
+              {"from_epoch": 5, "getup_reward_power": 2.0}]
     env = make_env("HumanoidASE", num_envs=4, state_init="Default", fall_pool_size=4, fall_steps=5,
-                   fall_init_prob=0.0, recovery_steps=60, enable_early_termination=False, getup_reward=True,
-                   getup_from_epoch=2, getup_fall_init_prob=1.0, getup_recovery_steps=7, **FAST)
+                   fall_init_prob=0.0, recovery_steps=60, enable_early_termination=False, phases=phases, **FAST)
     env.reset()
+    assert env.uses_getup_reward and env.head_body_id is not None
     hold = hold_pose_actions(env, torch.zeros(4, env.num_actions))
     assert env.set_training_epoch(0) is None and env.set_training_epoch(1) is None
-    assert not env.in_getup_phase and (env.fall_init_prob, env.recovery_steps) == (0.0, 60)
+    assert (env.active_cfg.fall_init_prob, env.active_cfg.recovery_steps, env.active_cfg.getup_reward) == (0.0, 60, False)
     env.recovery_counter[:] = 5  # a grace period, but no getup reward before the phase
     assert torch.equal(env.step(hold)[1], torch.zeros(4))
-    drawn_ahead = env.reset_draws.available
-    assert drawn_ahead > 8 and not env.take_resets(8)["from_fall_pool"].any()  # drawn with 0.0
+    assert env.reset_draws.available > 8 and not env.take_resets(8)["from_fall_pool"].any()  # drawn with 0.0
     message = env.set_training_epoch(2)
-    assert message == ("getup phase from epoch 3 on (task.env.getup_from_epoch=2): getup reward on, "
-                       "fall_init_prob 1, recovery_steps 7")
-    assert env.in_getup_phase and (env.fall_init_prob, env.recovery_steps) == (1.0, 7)
+    assert message == "from epoch 3 (task.env.phases): fall_init_prob 1.0, recovery_steps 7, getup_reward True"
     assert env.reset_draws.available == 0  # what was drawn ahead under fall_init_prob 0 is gone
     assert env.take_resets(8)["from_fall_pool"].all()
     env.reset_envs(torch.arange(4))
     assert (env.recovery_counter == 7).all()
-    assert (env.step(hold)[1] > 0).all()  # the getup reward now pays
+    share = env.step(hold)[1]
+    assert (share > 0).all()  # the getup reward now pays
     assert env.set_training_epoch(3) is None  # entered once
-    # a run resumed after the phase began enters it without dropping its saved draws
+    assert env.set_training_epoch(5) == "from epoch 6 (task.env.phases): getup_reward_power 2.0"
+    assert (env.active_cfg.fall_init_prob, env.active_cfg.recovery_steps, env.active_cfg.getup_reward_power) == (1.0, 7, 2.0)
+    env.recovery_counter[:] = 3
+    head = env.robot.body_names.index("head")
+    expected = (env.sim.state.body_pos[:, head, 2] / env.standing_head_height).clamp(0, 1) ** 2
+    torch.testing.assert_close(env.compute_task_reward(), expected)
+    # a run resumed after a phase began enters it without dropping its saved draws
     resumed = make_env("HumanoidASE", num_envs=4, state_init="Default", fall_pool_size=4, fall_steps=5,
-                       getup_reward=True, getup_from_epoch=2, getup_fall_init_prob=1.0, **FAST)
+                       phases=phases, **FAST)
     resumed.reset()
     before = resumed.reset_draws.available
     assert resumed.set_training_epoch(10) is not None and resumed.reset_draws.available == before
-    # 0 (the default): the phase is on from the start, as before the key existed
-    assert make_env("HumanoidASE", num_envs=2, state_init="Default", fall_pool_size=2, fall_steps=5,
-                    **FAST).in_getup_phase
+    assert resumed.active_cfg.getup_reward_power == 2.0 and resumed.cfg.getup_reward_power == 1.0
+    # none (the default): the settings as configured throughout
+    plain = make_env("HumanoidASE", num_envs=2, state_init="Default", fall_pool_size=2, fall_steps=5, **FAST)
+    assert plain.active_cfg is plain.cfg and not plain.uses_getup_reward and plain.set_training_epoch(100) is None
 
 
 def test_getup_reward_pure_function():

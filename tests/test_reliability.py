@@ -99,6 +99,16 @@ def test_getup_reward_without_its_weight_is_a_config_error(tmp_path):
         assert build_agent(cfg, env).config.task_reward_w == 0.5
     finally:
         env.close()
+    # the same when only a later phase turns it on
+    cfg = compose_config(["task=HumanoidASE", "num_envs=2", f"run_dir={tmp_path / 'run'}", *SMALL,
+                          "task.env.phases=[{from_epoch:100,getup_reward:true}]", "train.params.task_reward_w=0",
+                          "task.env.fall_pool_size=2", "task.env.fall_steps=5"])
+    env = build_env(cfg)
+    try:
+        with pytest.raises(ConfigError, match=r"task.env.getup_reward=true \(or in task.env.phases\)"):
+            build_agent(cfg, env)
+    finally:
+        env.close()
 
 
 # ------------------------------------------------------------------ fault counters

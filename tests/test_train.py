@@ -66,8 +66,8 @@ def test_train_cli_writes_tensorboard_checkpoint_and_evaluates(task, algo, tmp_p
 
 
 # HumanoidASE's getup phase begins after epoch 1, i.e. just where the interrupted run resumes.
-GETUP_PHASE = ["task.env.getup_reward=true", "train.params.task_reward_w=2.0", "task.env.getup_from_epoch=1",
-               "task.env.getup_fall_init_prob=0.5", "task.env.getup_recovery_steps=30"]
+GETUP_PHASE = ["train.params.task_reward_w=2.0",
+               "task.env.phases=[{from_epoch:1,getup_reward:true,fall_init_prob:0.5,recovery_steps:30}]"]
 
 
 @pytest.mark.parametrize("extra", [[], GETUP_PHASE], ids=["plain", "getup_phase"])
@@ -77,9 +77,8 @@ def test_resume_from_epoch_1_matches_uninterrupted_run(tmp_path, capsys, extra):
     run([*common, "max_epochs=2", f"run_dir={straight}"])
     run([*common, "max_epochs=1", f"run_dir={interrupted}"])
     run([*common, "max_epochs=2", f"run_dir={interrupted}", "resume=true"])
-    phase_lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("getup phase")]
-    entered = ("getup phase from epoch 2 on (task.env.getup_from_epoch=1): getup reward on, "
-               "fall_init_prob 0.5, recovery_steps 30")
+    phase_lines = [line for line in capsys.readouterr().out.splitlines() if "(task.env.phases)" in line]
+    entered = "from epoch 2 (task.env.phases): fall_init_prob 0.5, recovery_steps 30, getup_reward True"
     assert phase_lines == ([entered] * 2 if extra else [])
     a, b = read_metrics(straight)[-1], read_metrics(interrupted)[-1]
     assert a["epoch"] == b["epoch"] == 2

@@ -109,6 +109,10 @@ class HumanoidEnvConfig:
         return dataclasses.asdict(self)
 
 
+PHASE_KEYS = ("fall_init_prob", "recovery_episode_prob", "recovery_steps", "getup_reward", "getup_reward_power")
+"""HumanoidASE settings a `phases` entry may change: read at every reset or reward."""
+
+
 @dataclass
 class HumanoidASEConfig(HumanoidEnvConfig):
     """ASE low-level-controller pre-training with getup: fall-state pool and recovery episodes."""
@@ -126,14 +130,11 @@ class HumanoidASEConfig(HumanoidEnvConfig):
     # The share raised to this power: above 1 the last stretch (kneeling to standing) pays more
     # of the reward, below 1 the first (off the floor).
     getup_reward_power: float = 1.0
-    # Not in the release: a getup phase after pre-training, in one run. The getup reward and the
-    # two getup_* keys below act only once this many epochs are done (0: from the start), so the
-    # first epochs train as the release does; from it on a reset starts from the fall pool with
-    # probability getup_fall_init_prob and getup episodes get getup_recovery_steps (null: keep
-    # fall_init_prob / recovery_steps).
-    getup_from_epoch: int = 0
-    getup_fall_init_prob: float | None = None
-    getup_recovery_steps: int | None = None
+    # Not in the release: settings that change during training, each entry {from_epoch: N,
+    # key: value, ...} with keys of PHASE_KEYS, in effect once N epochs are done (later entries
+    # on top of earlier ones), so one run can pre-train as the release does and then learn to
+    # get up (docs/TASKS.md). Empty: the settings above throughout.
+    phases: list[dict] = dataclasses.field(default_factory=list)
 
     def validate(self) -> None:
         super().validate()
@@ -145,11 +146,30 @@ class HumanoidASEConfig(HumanoidEnvConfig):
                f"must be > 0 or null, got {self.fall_pool_size}")
         _check(self.fall_steps > 0, "fall_steps", f"must be > 0, got {self.fall_steps}")
         _check(self.getup_reward_power > 0, "getup_reward_power", f"must be > 0, got {self.getup_reward_power}")
-        _check(self.getup_from_epoch >= 0, "getup_from_epoch", f"must be >= 0, got {self.getup_from_epoch}")
-        _check(self.getup_fall_init_prob is None or 0.0 <= self.getup_fall_init_prob <= 1.0,
-               "getup_fall_init_prob", f"must be in [0, 1] or null, got {self.getup_fall_init_prob}")
-        _check(self.getup_recovery_steps is None or self.getup_recovery_steps >= 0, "getup_recovery_steps",
-               f"must be >= 0 or null, got {self.getup_recovery_steps}")
+        self.phase_configs()  # checks every phase
+
+    def phase_configs(self) -> list[tuple[int, "HumanoidASEConfig"]]:
+        """(from_epoch, the settings in effect from then on) for each entry of `phases`, each
+        validated; a ConfigError names the entry and what is wrong with it."""
+        result, settings, last_start = [], {}, -1
+        for index, phase in enumerate(self.phases, start=1):
+            where = f"phases entry {index}"
+            _check(isinstance(phase, Mapping), "phases", f"{where} must be a mapping, got {phase!r}")
+            start = phase.get("from_epoch")
+            _check(isinstance(start, int) and not isinstance(start, bool) and start > last_start, "phases",
+                   f"{where} needs from_epoch, an integer >= 0 above the previous entry's, got {start!r}")
+            unknown = sorted(set(phase) - {"from_epoch", *PHASE_KEYS})
+            _check(not unknown, "phases", f"{where}: {unknown} cannot change during training; "
+                                         f"valid keys: from_epoch, {', '.join(PHASE_KEYS)}")
+            settings.update({key: value for key, value in phase.items() if key != "from_epoch"})
+            values = {**self.to_dict(), **settings, "phases": []}
+            try:
+                phase_config = env_config_from_dict(type(self), values)
+            except ConfigError as err:
+                raise ConfigError(f"env config key 'phases', entry {index} (from_epoch {start}): {err}") from None
+            result.append((start, phase_config))
+            last_start = start
+        return result
 
 
 PROJECTILE_KINDS = ("small", "large")

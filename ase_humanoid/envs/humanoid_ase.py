@@ -20,11 +20,11 @@ On top of the AMP humanoid (the ASE agent brings the latents, encoder and divers
   the standing pose, clipped to [0, 1] and raised to `getup_reward_power` (1), a dense signal
   for getting up where the dataset holds no getup motion for the discriminator to reward
   (docs/TASKS.md). 0 at every other step.
-* **Getup phase** (`getup_from_epoch`, 0 by default; not in the release): the getup reward and
-  the getup settings `getup_fall_init_prob` / `getup_recovery_steps` (null: keep
-  `fall_init_prob` / `recovery_steps`) apply only once the trainer has done that many epochs
-  (`set_training_epoch`), so one run pre-trains as the release does and then learns to get up.
-  An env no trainer drives (evaluation) stays in the phase it was built in.
+* **Phases** (`phases`, empty by default; not in the release): entries `{from_epoch: N, key:
+  value, ...}` change the settings above (`PHASE_KEYS`) once the trainer has done N epochs
+  (`set_training_epoch`), so one run can pre-train as the release does and then learn to get
+  up. The settings in effect are `active_cfg`; an env no trainer drives (evaluation) keeps those
+  of epoch 0.
 * Every other reset uses the configured `state_init` (default Hybrid).
 """
 
@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import torch
 
-from ase_humanoid.envs.config import HumanoidASEConfig
+from ase_humanoid.envs.config import PHASE_KEYS, HumanoidASEConfig
 from ase_humanoid.envs.humanoid import Humanoid
 from ase_humanoid.envs.reset_plan import (
     DEFAULT_ROOT_HEIGHT,
@@ -84,9 +84,10 @@ class HumanoidASE(Humanoid):
         self.fall_kinematics = self.kinematics_of(fall_states)
         self.fall_amp_obs = self.amp_obs_from_states(fall_states, self.fall_kinematics)
         self.fall_policy_obs = self.policy_obs_of(self.fall_kinematics)
-        self.in_getup_phase = self.cfg.getup_from_epoch == 0
+        self.phase_configs = self.cfg.phase_configs()
+        self.active_cfg = self._settings_after(0)
         self.head_body_id = self.standing_head_height = None
-        if self.cfg.getup_reward:
+        if self.uses_getup_reward:
             self.head_body_id = head_body_index(self.robot, "task.env.getup_reward")
             self.standing_head_height = float(self.default_kinematics.body_pos[0, self.head_body_id, 2])
 
@@ -121,34 +122,34 @@ class HumanoidASE(Humanoid):
     def fall_pool_size(self) -> int:
         return int(self.fall_root_pos.shape[0])
 
-    # ---- getup phase ----------------------------------------------------------------------------
+    # ---- phases ---------------------------------------------------------------------------------
+
+    @property
+    def uses_getup_reward(self) -> bool:
+        """Whether the getup reward is on at any time of the run (the agent must weigh it)."""
+        return self.cfg.getup_reward or any(config.getup_reward for _, config in self.phase_configs)
+
+    def _settings_after(self, epochs_done: int) -> HumanoidASEConfig:
+        started = [config for start, config in self.phase_configs if start <= epochs_done]
+        return started[-1] if started else self.cfg
 
     def set_training_epoch(self, epochs_done: int) -> str | None:
-        """Called by the trainer before each epoch's rollout. Enters the getup phase once
-        `getup_from_epoch` epochs are done; returns a line saying so on the epoch it starts, else
-        None. The resets drawn ahead under the old settings are dropped then (only then, so that
-        a run resumed later continues with exactly the draws it saved)."""
-        start = self.cfg.getup_from_epoch
-        if self.in_getup_phase or epochs_done < start:
+        """Called by the trainer before each epoch's rollout: the settings of the phase that
+        `epochs_done` epochs have reached. Returns a line naming what changed when they change,
+        else None. When a phase starts exactly here, the resets drawn ahead under the old
+        settings are dropped (only then, so that a run resumed later continues with exactly the
+        draws it saved)."""
+        settings = self._settings_after(epochs_done)
+        if settings is self.active_cfg:
             return None
-        self.in_getup_phase = True
-        if epochs_done == start and self.reset_draws is not None:
+        changed = {key: getattr(settings, key) for key in PHASE_KEYS
+                   if getattr(settings, key) != getattr(self.active_cfg, key)}
+        self.active_cfg = settings
+        starts_here = any(start == epochs_done for start, _ in self.phase_configs)
+        if starts_here and self.reset_draws is not None:
             self.reset_draws.discard()
-        return (f"getup phase from epoch {start + 1} on (task.env.getup_from_epoch={start}): getup reward "
-                f"{'on' if self.cfg.getup_reward else 'off'}, fall_init_prob {self.fall_init_prob:g}, "
-                f"recovery_steps {self.recovery_steps}")
-
-    @property
-    def fall_init_prob(self) -> float:
-        """Chance that a reset starts from the fall pool, in the current phase."""
-        phase_value = self.cfg.getup_fall_init_prob if self.in_getup_phase else None
-        return self.cfg.fall_init_prob if phase_value is None else phase_value
-
-    @property
-    def recovery_steps(self) -> int:
-        """Grace period of a getup episode (control steps), in the current phase."""
-        phase_value = self.cfg.getup_recovery_steps if self.in_getup_phase else None
-        return self.cfg.recovery_steps if phase_value is None else phase_value
+        return (f"from epoch {epochs_done + 1} (task.env.phases): "
+                + ", ".join(f"{key} {value}" for key, value in changed.items()))
 
     # ---- recovery bookkeeping -----------------------------------------------------------------
 
@@ -158,13 +159,14 @@ class HumanoidASE(Humanoid):
 
     def compute_task_reward(self) -> torch.Tensor:
         """`[N]`: the getup reward during the grace period of getup episodes (`getup_reward`), else 0."""
-        if not (self.cfg.getup_reward and self.in_getup_phase):
+        cfg = self.active_cfg
+        if not cfg.getup_reward:
             return super().compute_task_reward()
         state = self.sim.state
         head = self.head_body_id
         head_height = state.body_pos[:, head, 2] - self.ground_under_bodies(state)[:, head]
         return getup_reward(head_height, self.standing_head_height, self.recovery_counter > 0,
-                            self.cfg.getup_reward_power)
+                            cfg.getup_reward_power)
 
     def compute_terminated(self) -> torch.Tensor:
         """Falls, except during the grace period of recovery / fall-pool episodes."""
@@ -177,22 +179,22 @@ class HumanoidASE(Humanoid):
     # ---- resets -------------------------------------------------------------------------------
 
     def plan_reset(self, env_ids: torch.Tensor) -> ResetPlan:
-        cfg = self.cfg
+        cfg = self.active_cfg
         # Recovery: only envs that fell (finite state) this step may continue where they lie;
         # their humanoid state and AMP history are left as they are.
         can_recover = self.terminated_buf[env_ids] & ~self.nonfinite_buf[env_ids]
         recover = can_recover & self._bernoulli(len(env_ids), cfg.recovery_episode_prob)
-        self.recovery_counter[env_ids[recover]] = self.recovery_steps
+        self.recovery_counter[env_ids[recover]] = cfg.recovery_steps
 
         others = env_ids[~recover]
         draws = self.take_resets(len(others))
-        self.recovery_counter[others] = torch.where(draws["from_fall_pool"], self.recovery_steps, 0)
+        self.recovery_counter[others] = torch.where(draws["from_fall_pool"], cfg.recovery_steps, 0)
         return self.plan_from_draws(others, draws)
 
     def _draw_resets(self, count: int) -> dict:
         """The `state_init` draws, each replaced with probability `fall_init_prob` by a random
         fall-pool state at rest; field `from_fall_pool [count]` bool says which."""
-        from_pool = self._bernoulli(count, self.fall_init_prob)
+        from_pool = self._bernoulli(count, self.active_cfg.fall_init_prob)
         pool_rows, other_rows = from_pool.nonzero().flatten(), (~from_pool).nonzero().flatten()
         pick = torch.randint(0, self.fall_pool_size, (len(pool_rows),), generator=self.generator, device=self.device)
         fall = dict(zip(STATE_FIELDS, self._fall_states(pick).as_tuple()))
