@@ -148,7 +148,7 @@ class HumanoidASEConfig(HumanoidEnvConfig):
         _check(self.getup_reward_power > 0, "getup_reward_power", f"must be > 0, got {self.getup_reward_power}")
         self.phase_configs()  # checks every phase
 
-    def phase_configs(self) -> list[tuple[int, "HumanoidASEConfig"]]:
+    def phase_configs(self) -> list[tuple[int, HumanoidASEConfig]]:
         """(from_epoch, the settings in effect from then on) for each entry of `phases`, each
         validated; a ConfigError names the entry and what is wrong with it."""
         result, settings, last_start = [], {}, -1
