@@ -246,6 +246,7 @@ def skill_config(cfg: DictConfig, options: SkillOptions) -> DictConfig:
         env.state_init = "Default" if options.start == "standing" else "Random"
         env.fall_init_prob = 0.0
         env.recovery_episode_prob = 0.0
+        env.phases = []  # the training's schedule of these settings must not override them
         env.enable_early_termination = True  # the fall criterion is what we count
         env.fall_pool_size = 1  # unused here: one state spares simulating a whole pool
         env.max_episode_length = options.steps + 1

@@ -23,15 +23,19 @@ from ase_humanoid.envs.motion_quality import (
 )
 from ase_humanoid.motion.motion_lib import MotionLib
 from ase_humanoid.robots.description import load_robot
+from ase_humanoid.config import compose_config
 from ase_humanoid.skills import (
     USABLE_TARGETS,
+    SkillOptions,
     clip_root_speeds,
     direction_span,
     format_usability,
+    getup_config,
     heading_change,
     is_standing,
     mean_turning_rate,
     short_clip_names,
+    skill_config,
     skill_speed_text,
     speed_by_skill,
     spread,
@@ -204,6 +208,17 @@ def _report(fall_rate=0.05, error=9.0, counts=(2, 1, 3, 10, 0, 0), getup=0.8) ->
              "amp_humanoid_backflip", "amp_humanoid_cartwheel"]
     return {"fall_rate": fall_rate, "key_body_error_cm": error, "clip_counts": dict(zip(names, counts)),
             "clip_coverage": sum(c > 0 for c in counts), "getup": {"success_rate": getup}}
+
+
+def test_measurement_envs_ignore_the_trainings_phases():
+    """The report's envs fix fall_init_prob and recovery starts themselves; a training schedule
+    (task.env.phases) in the checkpoint's config must not change them back."""
+    cfg = compose_config(["task=HumanoidASE", "test=true",
+                          "task.env.phases=[{from_epoch:0,fall_init_prob:0.3,recovery_episode_prob:0.5}]"])
+    options = SkillOptions(num_latents=4, steps=10)
+    rollouts, getups = skill_config(cfg, options), getup_config(skill_config(cfg, options), options)
+    assert list(rollouts.task.env.phases) == [] and list(getups.task.env.phases) == []
+    assert (rollouts.task.env.fall_init_prob, getups.task.env.fall_init_prob) == (0.0, 1.0)
 
 
 def test_usability_names_each_target_it_misses():
