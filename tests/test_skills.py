@@ -13,6 +13,7 @@ from omegaconf import OmegaConf
 from project_scripts import load_script
 
 from ase_humanoid import PROJECT_ROOT
+from ase_humanoid.config import compose_config
 from ase_humanoid.envs import make_env
 from ase_humanoid.envs.motion_quality import (
     MotionQuality,
@@ -23,7 +24,6 @@ from ase_humanoid.envs.motion_quality import (
 )
 from ase_humanoid.motion.motion_lib import MotionLib
 from ase_humanoid.robots.description import load_robot
-from ase_humanoid.config import compose_config
 from ase_humanoid.skills import (
     USABLE_TARGETS,
     SkillOptions,
