@@ -25,6 +25,7 @@ from ase_humanoid.envs.checkpointing import env_state_dict, load_env_state_dict
 from ase_humanoid.envs.motion_quality import MotionQualityProbe
 from ase_humanoid.errors import TrainingError
 from ase_humanoid.utils.cpu_threads import UpdateThreadChooser
+from ase_humanoid.utils.interrupts import interrupts_held
 from ase_humanoid.utils.checkpoint import RESUME_ENTRIES, load_checkpoint, require_entries, save_checkpoint
 from ase_humanoid.utils.logger import TrainingLogger
 
@@ -205,13 +206,15 @@ class Runner:
         every `save_every` epochs."""
         if not self.is_main:
             return
-        if force or self.epoch % self.checkpoint_every == 0:
-            save_checkpoint(self.state_dict(), self.run_dir / "latest.pt")
-            self._latest_epoch = self.epoch
-            if getattr(self.agent, "replay_journal", None) is not None:
-                self.agent.replay_journal.commit()  # latest.pt now refers to the current journal file
-        if self.save_every > 0 and self.epoch % self.save_every == 0:
-            save_checkpoint(self.state_dict(include_buffers=False), self.run_dir / f"epoch_{self.epoch:06d}.pt")
+        with interrupts_held():  # Ctrl-C waits for the checkpoint and its journal commit
+            if force or self.epoch % self.checkpoint_every == 0:
+                save_checkpoint(self.state_dict(), self.run_dir / "latest.pt")
+                self._latest_epoch = self.epoch
+                if getattr(self.agent, "replay_journal", None) is not None:
+                    self.agent.replay_journal.commit()  # latest.pt now refers to the current journal file
+            if self.save_every > 0 and self.epoch % self.save_every == 0:
+                save_checkpoint(self.state_dict(include_buffers=False),
+                                self.run_dir / f"epoch_{self.epoch:06d}.pt")
 
     def resume(self, path: str | Path) -> None:
         path = Path(path) / "latest.pt" if Path(path).is_dir() else Path(path)

@@ -112,6 +112,29 @@ def test_kill_while_writing_checkpoint_keeps_previous_one(tmp_path):
     assert state["epoch"] == 1 and torch.equal(state["weights"], torch.arange(10))
 
 
+def test_ctrl_c_while_writing_checkpoint_finishes_the_file_first(tmp_path, monkeypatch):
+    # Ctrl-C inside torch.save used to break its zip writer, whose cleanup then raised a
+    # RuntimeError over the KeyboardInterrupt (a traceback and exit status 1, not 130).
+    path = tmp_path / "latest.pt"
+    big = torch.arange(2_000_000)
+    real_save = torch.save
+
+    def torch_save_interrupted(obj, f, *args, **kwargs):
+        os.kill(os.getpid(), signal.SIGINT)  # arrives as the zip file starts being written
+        return real_save(obj, f, *args, **kwargs)
+
+    monkeypatch.setattr(torch, "save", torch_save_interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        save_checkpoint({"epoch": 3, "weights": big}, path)
+    monkeypatch.undo()
+    assert torch.equal(load_checkpoint(path)["weights"], big)
+    assert not list(tmp_path.glob("*.tmp"))
+    # Outside a write, Ctrl-C is an ordinary KeyboardInterrupt again.
+    with pytest.raises(KeyboardInterrupt):
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(1)
+
+
 @pytest.mark.parametrize("stop", [signal.SIGKILL, signal.SIGINT])
 def test_training_killed_mid_run_resumes_from_last_checkpoint(tmp_path, stop):
     # SIGKILL: nothing of the run's own runs; SIGINT (Ctrl-C): it says how to go on, no traceback
