@@ -336,7 +336,8 @@ BILLION_LAUGHS = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
 
 DATASET_CASES = {
     "binary": (b"\x89PNG\r\n\x1a\n\x00\xff\xfe" * 50, "not a text \\(UTF-8\\) dataset YAML"),
-    "deep": (b"motions: " + b"[" * 50_000 + b"]" * 50_000, "malformed YAML"),
+    "deep": (b"motions: " + b"[" * 50_000 + b"]" * 50_000, "malformed YAML: collections nested more than 64 deep"),
+    "deep_block": (b"motions:\n" + b"- " * 50_000 + b"x\n", "malformed YAML: collections nested more than 64 deep"),
     "laughs": (BILLION_LAUGHS.encode(), r"motions\[0\] must be a mapping"),
     "huge_weight": (f"motions:\n  - {{file: {WALK}, weight: 1e308}}\n".encode(), r"weight must be a finite number >= 0 and <= 1e\+12"),
     "huge_int_weight": (f"motions:\n  - {{file: {WALK}, weight: 1{'0' * 400}}}\n".encode(), "weight must be a finite number"),

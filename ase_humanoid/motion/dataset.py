@@ -28,6 +28,10 @@ DATASET_SUFFIXES = (".yaml", ".yml")
 MAX_WEIGHT = 1e12
 # A dataset YAML lists clips: a few KB. The cap bounds parse time and memory of a hostile file.
 MAX_DATASET_BYTES = 8 * 1024 * 1024
+# Collections nested deeper than this are refused before PyYAML builds them: its recursive
+# composer takes seconds to reach its RecursionError (minutes under a memory tracer). A dataset
+# nests 3 deep (mapping, list, entry).
+MAX_NESTING = 64
 
 # Values quoted in error messages stay short: a YAML alias bomb ("billion laughs") is small in
 # memory (shared references) but its full repr would be gigabytes.
@@ -82,6 +86,7 @@ def _read_yaml_text(path: Path) -> str:
 def _parse_dataset(path: Path) -> list[MotionEntry]:
     text = _read_yaml_text(path)
     try:
+        _check_nesting(path, text)
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise MotionFileError(f"{path}: malformed YAML: {_short.repr(str(exc))[:500]}") from None
@@ -93,6 +98,19 @@ def _parse_dataset(path: Path) -> list[MotionEntry]:
     if not isinstance(motions, list) or not motions:
         raise MotionFileError(f"{path}: 'motions' must be a non-empty list of {{file, weight}} entries")
     return [_parse_entry(path, i, item) for i, item in enumerate(motions)]
+
+
+def _check_nesting(path: Path, text: str) -> None:
+    """MotionFileError if collections nest deeper than MAX_NESTING (PyYAML's event parser is a
+    state machine: walking its events costs no recursion); yaml.YAMLError if malformed."""
+    depth = 0
+    for event in yaml.parse(text, Loader=yaml.SafeLoader):
+        if isinstance(event, yaml.CollectionStartEvent):
+            depth += 1
+            if depth > MAX_NESTING:
+                raise MotionFileError(f"{path}: malformed YAML: collections nested more than {MAX_NESTING} deep")
+        elif isinstance(event, yaml.CollectionEndEvent):
+            depth -= 1
 
 
 def _parse_entry(path: Path, index: int, item) -> MotionEntry:
