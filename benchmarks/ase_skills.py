@@ -4,12 +4,19 @@
     python benchmarks/ase_skills.py runs/ase1/latest.pt --latents 16 --seconds 5 --json
     python benchmarks/ase_skills.py runs/ase1 --video grid.mp4 --paths paths.png
     python benchmarks/ase_skills.py runs/ase1 sim=mujoco_warp device=cuda   # any train.py override
+    python benchmarks/ase_skills.py runs/ase1 --every 500 --getup-episodes 256   # a table over the run
 
 Loads the checkpoint as `train.py test=true` does (its saved network sizes, AMP history, robot
 and motion file) and reports fall rate, key-body distance to the dataset, each latent's skill
 (nearest clip) and the clip coverage, the spread of speed, turning and height across latents,
 the encoder's enc(amp_obs) . z, and the getup success from fallen states. What each number
 means: ase_humanoid/skills.py and the README ("Is the ASE controller done?").
+
+`--every N` on a run folder measures each snapshot `epoch_K.pt` with K a multiple of N and prints
+one table row per snapshot (fall rate, key-body distance, clips, enc . z, getup, targets met), so
+a run's progress towards a usable controller can be read off in one place. Each report is kept
+in `RUN/skill_reports/` under its settings: measuring a run again, while it trains or after,
+measures only the snapshots that are new.
 """
 
 from __future__ import annotations
@@ -36,6 +43,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     parser.add_argument("--start", choices=["standing", "reference"], default="standing",
                         help="rollouts from the standing pose, or from random frames of the dataset "
                              "(moving; with motion_file=<clip> of one clip)")
+    parser.add_argument("--every", type=int, default=None,
+                        help="on a run folder: measure each snapshot epoch_K.pt with K a multiple of this, as a table")
     parser.add_argument("overrides", nargs="*", help="extra train.py overrides (sim=..., device=...)")
     return parser.parse_args(argv)
 
@@ -60,14 +69,13 @@ def check_output_paths(args: argparse.Namespace) -> None:
             raise SystemExit(f"--paths '{args.paths}': give a .png file in an existing folder")
 
 
-def main(argv=None) -> dict:
-    args = parse_args(argv)
-    check_output_paths(args)
+def measure(args: argparse.Namespace) -> dict:
+    """The skill report of `args.checkpoint` (a run folder or .pt), with its epoch."""
     import torch
 
     from ase_humanoid.evaluate import skill_report
     from ase_humanoid.sim.base import PHYSICS_DT
-    from ase_humanoid.skills import SkillOptions, format_summary
+    from ase_humanoid.skills import SkillOptions
 
     cfg, epoch = compose_skill_config(args)
     torch.set_num_threads(int(cfg.torch_threads))  # as train.py does
@@ -77,11 +85,98 @@ def main(argv=None) -> dict:
                            getup_steps=max(1, round(args.getup_seconds / control_dt)),
                            video=args.video, video_tiles=args.video_tiles, paths=args.paths,
                            start=args.start)
-    report = {"checkpoint": str(args.checkpoint), "epoch": epoch, **skill_report(cfg, options)}
+    return {"checkpoint": str(args.checkpoint), "epoch": epoch, **skill_report(cfg, options)}
+
+
+def snapshots(run_dir: Path, every: int) -> list[tuple[int, Path]]:
+    """`(epoch, path)` of the run's `epoch_K.pt` with K a multiple of `every`, by epoch."""
+    found = []
+    for path in run_dir.glob("epoch_*.pt"):
+        digits = path.stem.removeprefix("epoch_")
+        if digits.isdigit() and int(digits) % every == 0:
+            found.append((int(digits), path))
+    return sorted(found)
+
+
+def settings_tag(args: argparse.Namespace) -> str:
+    """What a kept report was measured with, as a file-name part: a report is reused only for the
+    same latents, seconds, seed, getups, start and overrides."""
+    import hashlib
+
+    getups = args.latents if args.getup_episodes is None else args.getup_episodes  # None: one per latent
+    tag = (f"latents{args.latents}_s{args.seconds:g}_seed{args.seed}_getup{getups}"
+           f"x{args.getup_seconds:g}s_{args.start}")
+    if args.overrides:
+        tag += "_" + hashlib.sha256(" ".join(sorted(args.overrides)).encode()).hexdigest()[:10]
+    return tag
+
+
+def table_row(report: dict) -> str:
+    """One markdown row: epoch, fall rate, key-body cm, clips (locomotion counts), enc . z,
+    getup, targets met (ase_humanoid.skills.usability)."""
+    from ase_humanoid.envs.motion_quality import short_clip_names
+    from ase_humanoid.skills import covered_and_locomotion_clips, usability
+
+    _, locomotion = covered_and_locomotion_clips(report)
+    counts = ", ".join(f"{short} {report['clip_counts'][name]}"
+                       for name, short in zip(locomotion, short_clip_names(locomotion)))
+    error, getup, met = report["key_body_error_cm"], report["getup"]["success_rate"], usability(report)
+    return (f"| {report['epoch']} | {report['fall_rate']:.2f} | "
+            f"{'-' if error is None else f'{error:.2f}'} | {report['clip_coverage']} ({counts}) | "
+            f"{report['enc_z']:.3f} | {'-' if getup is None else f'{getup:.2f}'} | "
+            f"{sum(met.values())} of {len(met)} |")
+
+
+TABLE_HEADER = ("| epoch | fall rate | key-body cm | clips (locomotion) | enc . z | getup | targets met |\n"
+                "|---|---|---|---|---|---|---|")
+
+
+def measure_run(args: argparse.Namespace) -> list[dict]:
+    """`--every`: the report of every chosen snapshot of the run folder, kept in
+    RUN/skill_reports/ and read back from there when measured before with the same settings."""
+    from ase_humanoid.utils.atomic_file import write_text_atomic
+
+    run_dir = Path(args.checkpoint)
+    if args.every < 1 or not run_dir.is_dir():
+        raise SystemExit("--every N needs a run folder and N >= 1")
+    if args.video or args.paths:
+        raise SystemExit("--every measures many snapshots: give --video / --paths for one checkpoint")
+    chosen = snapshots(run_dir, args.every)
+    if not chosen:
+        raise SystemExit(f"{run_dir} holds no epoch_K.pt with K a multiple of {args.every} "
+                         "(snapshots are written every save_every epochs)")
+    kept_dir, tag = run_dir / "skill_reports", settings_tag(args)
+    kept_dir.mkdir(exist_ok=True)
+    if not args.json:
+        print(f"{run_dir}: {len(chosen)} snapshots, {tag}\n{TABLE_HEADER}", flush=True)
+    reports = []
+    for epoch, path in chosen:
+        kept = kept_dir / f"epoch_{epoch:06d}_{tag}.json"
+        if kept.is_file():
+            report = json.loads(kept.read_text())
+        else:
+            report = measure(argparse.Namespace(**{**vars(args), "checkpoint": str(path)}))
+            write_text_atomic(kept, json.dumps(report))
+        reports.append(report)
+        if not args.json:
+            print(table_row(report), flush=True)
+    if args.json:
+        print(json.dumps({"run": str(run_dir), "every": args.every, "settings": tag, "reports": reports}), flush=True)
+    return reports
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    check_output_paths(args)
+    if args.every is not None:
+        return measure_run(args)
+    from ase_humanoid.skills import format_summary
+
+    report = measure(args)
     if args.json:
         print(json.dumps(report), flush=True)
     else:
-        print(f"{args.checkpoint} (epoch {epoch})")
+        print(f"{args.checkpoint} (epoch {report['epoch']})")
         print(format_summary(report))
         for key in ("video", "paths"):
             if key in report:

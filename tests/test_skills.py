@@ -375,3 +375,37 @@ def test_probe_shares_of_nearest_clips_on_played_clips():
         assert probe.pop_clip_shares() == {}  # popped
     finally:
         env.close()
+
+
+def test_every_measures_each_snapshot_of_a_run_once_and_tabulates_them(untrained_ase_checkpoint, tmp_path, capsys):
+    from ase_humanoid.utils.checkpoint import load_checkpoint, save_checkpoint
+
+    state = load_checkpoint(untrained_ase_checkpoint)
+    run_dir = tmp_path / "run"
+    for epoch in (50, 75, 100):
+        save_checkpoint({**state, "epoch": epoch}, run_dir / f"epoch_{epoch:06d}.pt")
+    args = [str(run_dir), "--every", "50", "--latents", "2", "--seconds", "0.3",
+            "--getup-episodes", "2", "--getup-seconds", "0.2"]
+    reports = _skills_command().main(args)
+    assert [r["epoch"] for r in reports] == [50, 100]
+    rows = [line for line in capsys.readouterr().out.splitlines() if line[:3] in ("| 5", "| 1")]
+    assert [row.split(" | ")[0] for row in rows] == ["| 50", "| 100"]
+    assert all(row.endswith(" of 5 |") and "(walk " in row and ", run " in row for row in rows), rows
+    kept = sorted((run_dir / "skill_reports").iterdir())
+    assert len(kept) == 2 and all("latents2_s0.3_seed0" in path.name for path in kept)
+    stamps = [path.stat().st_mtime_ns for path in kept]
+
+    # Measured again after a new snapshot: the kept reports are read back, only the new one is measured.
+    save_checkpoint({**state, "epoch": 150}, run_dir / "epoch_000150.pt")
+    again = _skills_command().main([*args, "--json"])
+    assert [r["epoch"] for r in again] == [50, 100, 150]
+    assert again[:2] == json.loads(json.dumps(reports))
+    assert [path.stat().st_mtime_ns for path in kept] == stamps
+    assert len(list((run_dir / "skill_reports").iterdir())) == 3
+    printed = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert [r["epoch"] for r in printed["reports"]] == [50, 100, 150]
+
+    with pytest.raises(SystemExit, match="no epoch_K.pt with K a multiple of 7"):
+        _skills_command().main([str(run_dir), "--every", "7"])
+    with pytest.raises(SystemExit, match="--video / --paths for one checkpoint"):
+        _skills_command().main([*args, "--paths", str(tmp_path / "p.png")])
