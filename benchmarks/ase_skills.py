@@ -131,6 +131,19 @@ TABLE_HEADER = ("| epoch | fall rate | key-body cm | clips (locomotion) | enc . 
                 "|---|---|---|---|---|---|---|")
 
 
+def read_kept_report(path: Path) -> dict | None:
+    """A report kept by an earlier `--every`, or None when there is none or it does not read
+    (then it is measured again and replaced)."""
+    if not path.is_file():
+        return None
+    try:
+        report = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        print(f"note: {path} does not read ({exc}); measuring that snapshot again", flush=True)
+        return None
+    return report if isinstance(report, dict) and "epoch" in report else None
+
+
 def measure_run(args: argparse.Namespace) -> list[dict]:
     """`--every`: the report of every chosen snapshot of the run folder, kept in
     RUN/skill_reports/ and read back from there when measured before with the same settings."""
@@ -152,9 +165,8 @@ def measure_run(args: argparse.Namespace) -> list[dict]:
     reports = []
     for epoch, path in chosen:
         kept = kept_dir / f"epoch_{epoch:06d}_{tag}.json"
-        if kept.is_file():
-            report = json.loads(kept.read_text())
-        else:
+        report = read_kept_report(kept)
+        if report is None:
             report = measure(argparse.Namespace(**{**vars(args), "checkpoint": str(path)}))
             write_text_atomic(kept, json.dumps(report))
         reports.append(report)

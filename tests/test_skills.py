@@ -405,6 +405,13 @@ def test_every_measures_each_snapshot_of_a_run_once_and_tabulates_them(untrained
     printed = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert [r["epoch"] for r in printed["reports"]] == [50, 100, 150]
 
+    # A kept report that does not read is measured again and replaced, not a crash.
+    kept[0].write_text('{"epoch": 50, "fall_')
+    assert [r["epoch"] for r in _skills_command().main(args)] == [50, 100, 150]
+    assert "does not read" in capsys.readouterr().out
+    remeasured = json.loads(kept[0].read_text())
+    assert remeasured.pop("seconds_taken") > 0 and remeasured == {k: v for k, v in again[0].items() if k != "seconds_taken"}
+
     with pytest.raises(SystemExit, match="no epoch_K.pt with K a multiple of 7"):
         _skills_command().main([str(run_dir), "--every", "7"])
     with pytest.raises(SystemExit, match="--video / --paths for one checkpoint"):
