@@ -90,8 +90,6 @@ def _parse_dataset(path: Path) -> list[MotionEntry]:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise MotionFileError(f"{path}: malformed YAML: {_short.repr(str(exc))[:500]}") from None
-    except RecursionError:
-        raise MotionFileError(f"{path}: malformed YAML: nested too deeply") from None
     if not isinstance(data, dict) or "motions" not in data:
         raise MotionFileError(f"{path}: expected a mapping with the key 'motions' (a list of {{file, weight}})")
     motions = data["motions"]
