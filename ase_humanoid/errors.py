@@ -1,6 +1,9 @@
 """The project's own exception types: every user-facing failure names the file or key at fault."""
 
 import difflib
+import sys
+from collections.abc import Callable
+from typing import NoReturn
 
 
 class AseHumanoidError(Exception):
@@ -36,3 +39,15 @@ def did_you_mean(name, valid) -> str:
     is close: for messages about an unknown key or choice, before the list of valid ones."""
     close = difflib.get_close_matches(str(name), [str(v) for v in valid], n=1, cutoff=0.75)
     return f" (did you mean '{close[0]}'?)" if close else ""
+
+
+def run_command(main: Callable[[], object]) -> NoReturn:
+    """Run a command-line tool's `main()` and exit with its status (the int it returns, else 0).
+    A project error (a missing or corrupt file, a wrong key, an unusable checkpoint) prints as
+    `error: ...` and exits 2, as train.py does, instead of ending in a traceback."""
+    try:
+        status = main()
+    except AseHumanoidError as err:
+        print(f"error: {err}", file=sys.stderr)
+        sys.exit(2)
+    sys.exit(status if isinstance(status, int) and not isinstance(status, bool) else 0)

@@ -118,4 +118,6 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from ase_humanoid.errors import run_command
+
+    run_command(main)

@@ -180,4 +180,6 @@ def _world_state(model, qpos: np.ndarray, spec: int) -> np.ndarray:
 
 
 if __name__ == "__main__":
-    main()
+    from ase_humanoid.errors import run_command
+
+    run_command(main)

@@ -105,10 +105,6 @@ def main(argv=None) -> dict:
 
 
 if __name__ == "__main__":
-    from ase_humanoid.errors import AseHumanoidError
+    from ase_humanoid.errors import run_command
 
-    try:
-        main()
-    except AseHumanoidError as err:
-        print(f"error: {err}", file=sys.stderr)
-        sys.exit(2)
+    run_command(main)

@@ -159,4 +159,6 @@ def _mean(points, key):
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from ase_humanoid.errors import run_command
+
+    run_command(main)

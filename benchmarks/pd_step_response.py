@@ -304,4 +304,6 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    from ase_humanoid.errors import run_command
+
+    run_command(main)

@@ -594,4 +594,6 @@ def fresh_llc_checkpoint(overrides: list[str], folder: Path) -> Path:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    from ase_humanoid.errors import run_command
+
+    run_command(main)

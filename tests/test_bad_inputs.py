@@ -174,3 +174,40 @@ def test_retarget_checks_the_output_folder_before_the_work(tmp_path, capsys, mon
     assert _retarget(tool, tmp_path / "x.npy") == 2
     assert "is not writable" in capsys.readouterr().err
     assert list(tmp_path.iterdir()) == []
+
+
+# ------------------------------------------------- the benchmarks' own command lines
+@pytest.mark.parametrize("script", ["ase_skills", "disc_slow_motion", "task_policy", "heading_errors"])
+def test_a_benchmark_given_a_missing_checkpoint_says_so_without_a_traceback(script, tmp_path, capsys):
+    """Run as a command (run_command), a benchmark reports a project error as `error: ...` and
+    exits 2, as train.py does; the same message in-process as a CheckpointError."""
+    from ase_humanoid.errors import run_command
+
+    missing = tmp_path / "no_such_run" / "latest.pt"
+    module = load_script(f"benchmarks/{script}.py")
+    with pytest.raises(SystemExit) as exit_info:
+        run_command(lambda: module.main([str(missing)]))
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 2
+    assert err.startswith("error: ") and str(missing) in err and "Traceback" not in err
+
+
+def test_run_command_exits_with_mains_status():
+    from ase_humanoid.errors import run_command
+
+    for returned, code in ((3, 3), (0, 0), (None, 0), ({"report": 1}, 0), (True, 0)):
+        with pytest.raises(SystemExit) as exit_info:
+            run_command(lambda value=returned: value)
+        assert exit_info.value.code == code
+
+
+def test_ase_skills_run_as_a_file_reports_a_missing_checkpoint(tmp_path):
+    """The `if __name__ == "__main__"` path itself: the script run by Python, as a user runs it."""
+    import subprocess
+    import sys
+
+    missing = tmp_path / "nothing.pt"
+    done = subprocess.run([sys.executable, str(PROJECT_ROOT / "benchmarks" / "ase_skills.py"), str(missing)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith("error: checkpoint") and "Traceback" not in done.stderr
