@@ -24,7 +24,8 @@ policy noise and uniform in [-1, 1], at the simulator's 1/120 s step and at 1/24
 speed and blown-up worlds. With the damping inside the clamp MuJoCo's step of 1/120 s is not
 stable: a saturated actuator loses its implicit damping term, the explicit kd term is too stiff
 for that step (kd dt / inertia > 2 for the abdomen, hips and others), and those joints chatter
-from one effort limit to the other.
+from one effort limit to the other. `drive_implicit` gives the release's law with the damping
+kept implicit (ase_humanoid.robots.scene.split_damping_across_clamp) and is measured the same ways.
 
 Prints one JSON object.
 """
@@ -43,7 +44,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from ase_humanoid.robots import build_scene_spec, load_robot  # noqa: E402
-from ase_humanoid.robots.scene import move_damping_into_actuators  # noqa: E402
+from ase_humanoid.robots.scene import move_damping_into_actuators, split_damping_across_clamp  # noqa: E402
 from ase_humanoid.sim.base import PHYSICS_DT  # noqa: E402
 from ase_humanoid.sim.scene import lowest_point_height  # noqa: E402
 
@@ -59,6 +60,7 @@ GRAVITY = 9.81
 CONTROL_DT = 1.0 / 30.0
 RELEASE_ACTION_STD = float(np.exp(-2.9))  # the release's initial policy noise (sigma_init -2.9)
 SETTLE_BAND = 0.02  # settling: within 2% of the step
+PD_MODES = ("joint", "drive", "drive_implicit")  # robot.pd_damping
 
 
 def fixed_root_model(robot_name: str, pd_damping: str) -> mujoco.MjModel:
@@ -68,6 +70,8 @@ def fixed_root_model(robot_name: str, pd_damping: str) -> mujoco.MjModel:
     spec = mujoco.MjSpec.from_file(str(robot.mjcf_path))
     if pd_damping == "drive":
         move_damping_into_actuators(spec)
+    elif pd_damping == "drive_implicit":
+        split_damping_across_clamp(spec)
     for joint in list(spec.joints):
         if joint.type == mujoco.mjtJoint.mjJNT_FREE:
             spec.delete(joint)
@@ -173,7 +177,7 @@ def step_responses(robot_name: str = "amp_humanoid", joints=("right_knee", "righ
                 *reference_step_response(inertia, rel_kp, rel_kd, rel_effort, step, seconds), step)
             result["damping_outside_clamp_law"] = response_metrics(
                 *reference_step_response(inertia, kp, kd, effort, step, seconds, damping_in_clamp=False), step)
-            for mode in ("joint", "drive"):
+            for mode in PD_MODES:
                 result[f"mujoco_{mode}"] = response_metrics(
                     *mujoco_step_response(robot_name, mode, joint, step, seconds), step)
             entry[label] = result
@@ -261,7 +265,7 @@ def random_targets(robot_name: str, pd_damping: str, action_std: float | None = 
                 actions = rng.uniform(-1.0, 1.0, robot.num_dofs)
             else:
                 actions = np.clip(rng.normal(0.0, action_std, robot.num_dofs), -1.0, 1.0)
-            data.ctrl[:] = offset + scale * actions
+            data.ctrl[:robot.num_dofs] = offset + scale * actions  # drive_implicit's extra actuators: 0
             for _ in range(substeps):
                 mujoco.mj_step(model, data)
             if not np.all(np.abs(data.qvel) <= 1e3):  # also catches NaN
@@ -288,7 +292,7 @@ def main(argv=None):
     torch.set_num_threads(1)
     result = {
         "step_response": step_responses(args.robot, seconds=args.seconds),
-        "free_fall": [free_fall(args.robot, args.drop, mode) for mode in ("joint", "drive")],
+        "free_fall": [free_fall(args.robot, args.drop, mode) for mode in PD_MODES],
         "sword": {"one_density": sword_mass_properties({"sword_hilt": 506.1, "sword_blade": 506.1}),
                   "release_densities": sword_mass_properties(RELEASE_SWORD_DENSITIES),
                   "mjcf": sword_mass_properties()},
@@ -296,7 +300,9 @@ def main(argv=None):
     if not args.no_random_targets:
         cases = [("joint", RELEASE_ACTION_STD, PHYSICS_DT), ("drive", RELEASE_ACTION_STD, PHYSICS_DT),
                  ("joint", None, PHYSICS_DT), ("drive", None, PHYSICS_DT),
-                 ("drive", RELEASE_ACTION_STD, PHYSICS_DT / 2), ("joint", RELEASE_ACTION_STD, PHYSICS_DT / 2)]
+                 ("drive", RELEASE_ACTION_STD, PHYSICS_DT / 2), ("joint", RELEASE_ACTION_STD, PHYSICS_DT / 2),
+                 ("drive_implicit", RELEASE_ACTION_STD, PHYSICS_DT), ("drive_implicit", None, PHYSICS_DT),
+                 ("drive", None, PHYSICS_DT / 2)]
         result["random_targets"] = [
             random_targets(args.robot, mode, std, dt, worlds=args.random_worlds, steps=args.random_steps)
             for mode, std, dt in cases]

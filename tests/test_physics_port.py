@@ -56,6 +56,20 @@ def test_drive_moves_the_damping_into_the_clamped_actuator():
         load_robot("amp_humanoid", pd_damping="spring")
 
 
+def test_drive_implicit_keeps_joint_damping_and_adds_an_unclamped_compensation():
+    robot = load_robot("amp_humanoid", pd_damping="drive_implicit")
+    model = build_scene_spec(robot).compile()
+    n = robot.num_dofs
+    assert model.nu == 2 * n and model.opt.integrator == mujoco.mjtIntegrator.mjINT_EULER
+    pd, extra = range(n), range(n, 2 * n)  # the position actuators first, in hinge order
+    hinges = [model.jnt_dofadr[model.actuator_trnid[a, 0]] for a in pd]
+    np.testing.assert_allclose(model.dof_damping[hinges], robot.kd.numpy())  # implicit in Euler
+    np.testing.assert_allclose(-model.actuator_biasprm[list(pd), 2], robot.kd.numpy())  # inside the clamp
+    np.testing.assert_allclose(model.actuator_biasprm[list(extra), 2], robot.kd.numpy())  # outside it
+    assert [model.actuator_trnid[a, 0] for a in extra] == [model.actuator_trnid[a, 0] for a in pd]
+    assert model.actuator_forcelimited[list(pd)].all() and not model.actuator_forcelimited[list(extra)].any()
+
+
 def _knee_torques(model, kp_error: float, qvel: float):
     """(actuator force, passive damping force) at the right knee with PD error `kp_error` rad
     and velocity `qvel` rad/s, root fixed in the air (humanoid at its zero pose)."""
@@ -76,6 +90,22 @@ def test_clamped_torque_includes_the_damping_cpu(error, qvel):
     joint = _knee_torques(bench.fixed_root_model("amp_humanoid", "joint"), error, qvel)
     assert drive[0] == pytest.approx(release) and drive[1] == 0.0  # the release's drive
     assert joint[0] == pytest.approx(np.clip(kp * error, -effort, effort)) and joint[1] == pytest.approx(-kd * qvel)
+
+
+@pytest.mark.parametrize("error, qvel", [(1.0, 2.0), (1.0, -2.0), (0.2, 5.0), (-0.5, -4.0)])
+def test_drive_implicit_torque_is_the_release_clamp_at_the_current_velocity(error, qvel):
+    """Evaluated at the current velocity (the step then makes the -kd qdot share implicit), the
+    hinge's torque, PD actuator + compensation + joint damping, is the release's clamp."""
+    kp, kd, effort = bench.RELEASE_GAINS["right_knee"]
+    model = bench.fixed_root_model("amp_humanoid", "drive_implicit")
+    data = mujoco.MjData(model)
+    knee = model.joint("right_knee")
+    data.qpos[knee.qposadr[0]] = 0.5
+    data.qvel[knee.dofadr[0]] = qvel
+    data.ctrl[model.actuator("right_knee").id] = 0.5 + error
+    mujoco.mj_forward(model, data)
+    torque = data.qfrc_actuator[knee.dofadr[0]] + data.qfrc_damper[knee.dofadr[0]]
+    assert torque == pytest.approx(float(np.clip(kp * error - kd * qvel, -effort, effort)))
 
 
 def test_clamped_torque_includes_the_damping_warp():
@@ -164,7 +194,7 @@ def test_small_step_settles_like_the_release_law_in_both_places(knee_inertia):
     kp, kd, effort = bench.RELEASE_GAINS["right_knee"]
     step = 0.15  # kp * step = 75 N m, half the 150 N m limit: no saturation, one law for both
     release = bench.response_metrics(*bench.reference_step_response(knee_inertia, kp, kd, effort, step, 1.0), step)
-    for mode in ("joint", "drive"):
+    for mode in ("joint", "drive", "drive_implicit"):
         m = _metrics(mode, step)
         assert m["overshoot"] < 0.02 and m["final_error_rad"] < 1e-3
         assert m["rise_time_s"] == pytest.approx(release["rise_time_s"], abs=DT)  # 0.20 s
@@ -196,3 +226,48 @@ def test_free_fall_takes_the_time_gravity_gives(mode):
     assert fall["com_accel_mean"] == pytest.approx(-9.81, abs=1e-3) and fall["com_accel_max_dev"] < 1e-3
     assert fall["time_to_ground_s"] == pytest.approx(fall["ideal_discrete_time_s"], abs=1e-4)  # 38 steps
     assert fall["time_to_ground_s"] == pytest.approx(fall["ideal_time_s"], abs=DT)  # sqrt(2 h / g) = 0.319 s
+
+
+def test_saturated_step_drive_implicit_follows_the_release_law(knee_inertia):
+    """The release's speed at the effort limit, where the joint law caps the knee at effort / kd."""
+    kp, kd, effort = bench.RELEASE_GAINS["right_knee"]
+    step = 1.5
+    times, q, _ = bench.reference_step_response(knee_inertia, kp, kd, effort, step, 1.0)
+    release = bench.response_metrics(times, q, _, step)
+    split = _metrics("drive_implicit", step)
+    assert split["rise_time_s"] == pytest.approx(release["rise_time_s"], abs=DT)  # 0.20 s (joint: 0.42)
+    assert split["settling_time_s"] == pytest.approx(release["settling_time_s"], abs=6 * DT)
+    assert split["overshoot"] < 0.02 and split["final_error_rad"] < 1e-3
+    _, q_split, _ = bench.mujoco_step_response("amp_humanoid", "drive_implicit", "right_knee", step, 1.0)
+    _, q_joint, _ = bench.mujoco_step_response("amp_humanoid", "joint", "right_knee", step, 1.0)
+    peak = {name: float(np.abs(np.diff(x)).max() / DT) for name, x in
+            (("release", q[:: max(1, round(len(q) / len(q_split)))]), ("split", q_split), ("joint", q_joint))}
+    assert peak["joint"] < 1.05 * effort / kd  # 3 rad/s
+    assert peak["split"] > 3 * peak["joint"] and peak["split"] == pytest.approx(peak["release"], rel=0.15)  # ~12 rad/s
+
+
+@pytest.mark.parametrize("action_std", [bench.RELEASE_ACTION_STD, None])
+def test_drive_implicit_is_stable_at_the_simulators_step(action_std):
+    """Random PD targets at 30 Hz from standing: no blown-up world and no chatter between the
+    effort limits ("drive" spins the root at 13.5 rad/s median with the release's noise)."""
+    split = bench.random_targets("amp_humanoid", "drive_implicit", action_std, worlds=2, steps=150)
+    joint = bench.random_targets("amp_humanoid", "joint", action_std, worlds=2, steps=150)
+    assert split["blown_up"] == 0
+    if action_std is not None:
+        assert split["root_ang_speed_median"] < 1.5 * joint["root_ang_speed_median"] + 0.5
+
+
+def test_drive_implicit_env_steps_with_the_extra_actuators_at_zero():
+    from ase_humanoid.envs import make_env
+
+    env = make_env("HumanoidAMP", num_envs=2, pd_damping="drive_implicit", state_init="Default", num_threads=1)
+    try:
+        env.reset()
+        n = env.robot.num_dofs
+        for _ in range(5):
+            env.step(torch.full((2, n), 0.3))
+        ctrl = env.sim._ctrl_targets  # noqa: SLF001
+        assert ctrl.shape == (2, 2 * n) and not ctrl[:, n:].any() and ctrl[:, :n].any()
+        assert torch.isfinite(env.sim.state.dof_vel).all()
+    finally:
+        env.close()

@@ -15,6 +15,9 @@ plus the actuator's own velocity gain (kv, zero in the shipped models). `pd_damp
 (the robot config's key, `robot.pd_damping`) moves kd into the actuator when the simulator's
 scene is built (ase_humanoid.robots.scene), so that the clamp covers both terms as in the ASE
 release's PD drive: torque = clip(kp (target - q) - kd qdot, -effort, effort).
+`pd_damping="drive_implicit"` gives that law too, stable at the 1/120 s step: kd stays implicit
+joint damping and an explicit +kd qdot outside the clamp cancels it where the clamp holds
+(ase_humanoid.robots.scene.split_damping_across_clamp).
 """
 
 from __future__ import annotations
@@ -144,7 +147,7 @@ def load_robot_config(name: str) -> dict:
     return cfg
 
 
-PD_DAMPING_MODES = ("joint", "drive")
+PD_DAMPING_MODES = ("joint", "drive", "drive_implicit")
 
 
 def load_robot(name_or_path, key_bodies=None, contact_bodies=None, pd_damping=None) -> RobotDescription:

@@ -5,7 +5,8 @@ and actuators keep their names and order; the world (floor, light) is attached u
 `scene/` (the floor geom is `scene/floor`). Props become free bodies appended after the humanoid.
 With a terrain (`ase_humanoid.terrain.Terrain`), its heightfield replaces the floor plane.
 A RobotDescription with `pd_damping="drive"` gets its joint damping moved into its position
-actuators' velocity gain (see `move_damping_into_actuators`).
+actuators' velocity gain (see `move_damping_into_actuators`); with "drive_implicit" the damping
+is split across the clamp instead (see `split_damping_across_clamp`).
 """
 
 from __future__ import annotations
@@ -48,6 +49,8 @@ def build_scene_spec(robot_or_mjcf, props=(), scene_mjcf=SCENE_MJCF, terrain=Non
     spec = _spec_from_file(mjcf)
     if is_robot and robot_or_mjcf.pd_damping == "drive":
         move_damping_into_actuators(spec)
+    elif is_robot and robot_or_mjcf.pd_damping == "drive_implicit":
+        split_damping_across_clamp(spec)
     world = _spec_from_file(scene_mjcf)
     _copy_visual(world, spec)
     spec.attach(world, prefix=SCENE_PREFIX, frame=spec.worldbody.add_frame())
@@ -75,6 +78,46 @@ def move_damping_into_actuators(spec: mujoco.MjSpec) -> None:
         damping[0] = 0.0
         act.biasprm = bias
         joint.damping = damping
+
+
+# Suffix of the extra actuators `split_damping_across_clamp` adds; they take no PD target.
+DAMPING_COMPENSATION_SUFFIX = "_kd_compensation"
+
+
+def split_damping_across_clamp(spec: mujoco.MjSpec) -> None:
+    """The release's PD drive, torque = clip(kp (target - q) - kd qdot, -effort, effort), in a
+    form MuJoCo steps stably at 1/120 s. Each actuated hinge keeps kd as joint damping, which the
+    Euler integrator treats implicitly, and gets (1) its position actuator's velocity gain kv = kd,
+    inside the effort clamp, and (2) an unclamped actuator adding +kd qdot, appended after the
+    position actuators (name + DAMPING_COMPENSATION_SUFFIX, control held at 0). Both are explicit
+    in Euler (which, unlike implicitfast, leaves actuator velocity terms out of its implicit
+    step), so per step the hinge gets kp e - kd qdot_next below the limit (the joint law, as
+    stable) and +-effort + kd (qdot - qdot_next) at it: no longer the joint law's speed cap of
+    effort / kd (knee 3 rad/s; the walk clip's knees reach 12-14 rad/s), and no chatter between
+    the limits, which "drive" shows at this step (kd dt / inertia > 2 for many joints)."""
+    joints = {j.name: j for j in spec.joints}
+    for act in list(spec.actuators):
+        joint = joints.get(act.target)
+        if joint is None or joint.type != mujoco.mjtJoint.mjJNT_HINGE:
+            continue
+        kd = float(joint.damping[0])
+        bias = np.array(act.biasprm, dtype=float)
+        bias[2] -= kd
+        act.biasprm = bias
+        compensation = spec.add_actuator(name=act.name + DAMPING_COMPENSATION_SUFFIX, target=act.target,
+                                         trntype=mujoco.mjtTrn.mjTRN_JOINT)
+        compensation.gaintype = mujoco.mjtGain.mjGAIN_FIXED
+        compensation.gainprm = np.eye(10)[0]  # force = ctrl + kd qdot; ctrl stays 0 (a zero gain
+        compensation.biastype = mujoco.mjtBias.mjBIAS_AFFINE  # made MuJoCo drop the bias term)
+        compensation.biasprm = kd * np.eye(10)[2]
+        compensation.ctrllimited = 0
+        compensation.forcelimited = 0
+    spec.option.integrator = mujoco.mjtIntegrator.mjINT_EULER
+
+
+def is_damping_compensation(model: mujoco.MjModel, actuator_id: int) -> bool:
+    """Whether actuator `actuator_id` is one of `split_damping_across_clamp`'s (no PD target)."""
+    return model.actuator(actuator_id).name.endswith(DAMPING_COMPENSATION_SUFFIX)
 
 
 def add_prop(spec: mujoco.MjSpec, prop, pos=(0.0, 0.0, 1.0)) -> mujoco.MjsBody:

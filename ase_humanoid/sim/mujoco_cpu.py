@@ -72,9 +72,9 @@ class MujocoCpuBackend(SimBackend):
         self.mj_model = model
         self.prop_names = list(self._layout.prop_names)
         self._props = {p.name: p for p in props}
-        if model.nu != robot.num_dofs:
+        if self._layout.num_pd_actuators != robot.num_dofs:
             raise ModelError(
-                f"{robot.mjcf_path}: {model.nu} actuators but {robot.num_dofs} hinge DoFs; "
+                f"{robot.mjcf_path}: {self._layout.num_pd_actuators} actuators but {robot.num_dofs} hinge DoFs; "
                 "every DoF needs exactly one position actuator"
             )
         self._init_index_maps()

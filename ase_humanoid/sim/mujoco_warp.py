@@ -142,9 +142,9 @@ class MujocoWarpBackend(SimBackend):
         self._layout = build_scene(robot, props, PHYSICS_DT, terrain=terrain)  # terrain: heightfield floor
         self.mj_model = self._layout.model
         self.prop_names = list(self._layout.prop_names)
-        if self.mj_model.nu != robot.num_dofs:
+        if self._layout.num_pd_actuators != robot.num_dofs:
             raise ModelError(
-                f"{robot.mjcf_path}: {self.mj_model.nu} actuators but {robot.num_dofs} hinge DoFs; "
+                f"{robot.mjcf_path}: {self._layout.num_pd_actuators} actuators but {robot.num_dofs} hinge DoFs; "
                 "every DoF needs exactly one position actuator"
             )
 

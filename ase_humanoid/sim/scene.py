@@ -18,7 +18,7 @@ import mujoco
 import numpy as np
 
 from ase_humanoid.errors import ModelError
-from ase_humanoid.robots.scene import build_scene_spec
+from ase_humanoid.robots.scene import build_scene_spec, is_damping_compensation
 from ase_humanoid.sim.base import PHYSICS_DT, PropSpec
 
 # MuJoCo contact sensor parameters (intprm): data bits, reduction, number of slots.
@@ -38,6 +38,7 @@ class SceneLayout:
     dof_qpos_adr: np.ndarray  # [D]
     dof_qvel_adr: np.ndarray  # [D]
     dof_actuator_ids: np.ndarray  # [D] position actuator driving each DoF
+    num_pd_actuators: int  # actuators taking a PD target (not pd_damping=drive_implicit's extra ones)
     body_contact_adr: np.ndarray  # [B] sensordata offset of each body's net force (3)
     prop_qpos_adr: dict  # name -> free joint qpos address
     prop_qvel_adr: dict  # name -> free joint qvel address
@@ -113,7 +114,7 @@ def _layout(model, path, body_names, dof_names, props) -> SceneLayout:
     actuator_of_joint = {
         int(model.actuator_trnid[a, 0]): a
         for a in range(model.nu)
-        if model.actuator_trntype[a] == mujoco.mjtTrn.mjTRN_JOINT
+        if model.actuator_trntype[a] == mujoco.mjtTrn.mjTRN_JOINT and not is_damping_compensation(model, a)
     }
     missing = [n for n, j in zip(dof_names, joint_ids) if j not in actuator_of_joint]
     if missing:
@@ -130,6 +131,7 @@ def _layout(model, path, body_names, dof_names, props) -> SceneLayout:
         dof_qpos_adr=np.array([model.jnt_qposadr[j] for j in joint_ids], dtype=np.int64),
         dof_qvel_adr=np.array([model.jnt_dofadr[j] for j in joint_ids], dtype=np.int64),
         dof_actuator_ids=np.array([actuator_of_joint[j] for j in joint_ids], dtype=np.int64),
+        num_pd_actuators=sum(not is_damping_compensation(model, a) for a in range(model.nu)),
         body_contact_adr=np.array([sensor_adr[f"contact/{n}"] for n in body_names], dtype=np.int64),
         prop_qpos_adr={n: int(model.jnt_qposadr[j]) for n, j in prop_joints.items()},
         prop_qvel_adr={n: int(model.jnt_dofadr[j]) for n, j in prop_joints.items()},
