@@ -70,16 +70,22 @@ def test_drive_implicit_keeps_joint_damping_and_adds_an_unclamped_compensation()
     assert model.actuator_forcelimited[list(pd)].all() and not model.actuator_forcelimited[list(extra)].any()
 
 
-def _knee_torques(model, kp_error: float, qvel: float):
-    """(actuator force, passive damping force) at the right knee with PD error `kp_error` rad
-    and velocity `qvel` rad/s, root fixed in the air (humanoid at its zero pose)."""
+def _knee_forward(model, kp_error: float, qvel: float):
+    """(data after mj_forward, the right knee's dof) with PD error `kp_error` rad and velocity
+    `qvel` rad/s at the knee, root fixed in the air (humanoid at its zero pose)."""
     data = mujoco.MjData(model)
     knee = model.joint("right_knee")
     data.qpos[knee.qposadr[0]] = 0.5
     data.qvel[knee.dofadr[0]] = qvel
     data.ctrl[model.actuator("right_knee").id] = 0.5 + kp_error
     mujoco.mj_forward(model, data)
-    return float(data.actuator_force[model.actuator("right_knee").id]), float(data.qfrc_damper[knee.dofadr[0]])
+    return data, knee.dofadr[0]
+
+
+def _knee_torques(model, kp_error: float, qvel: float):
+    """(the knee's position actuator force, passive damping force) as `_knee_forward` sets it."""
+    data, dof = _knee_forward(model, kp_error, qvel)
+    return float(data.actuator_force[model.actuator("right_knee").id]), float(data.qfrc_damper[dof])
 
 
 @pytest.mark.parametrize("error, qvel", [(1.0, 2.0), (1.0, -2.0), (0.2, 5.0), (-0.5, -4.0)])
@@ -97,14 +103,8 @@ def test_drive_implicit_torque_is_the_release_clamp_at_the_current_velocity(erro
     """Evaluated at the current velocity (the step then makes the -kd qdot share implicit), the
     hinge's torque, PD actuator + compensation + joint damping, is the release's clamp."""
     kp, kd, effort = bench.RELEASE_GAINS["right_knee"]
-    model = bench.fixed_root_model("amp_humanoid", "drive_implicit")
-    data = mujoco.MjData(model)
-    knee = model.joint("right_knee")
-    data.qpos[knee.qposadr[0]] = 0.5
-    data.qvel[knee.dofadr[0]] = qvel
-    data.ctrl[model.actuator("right_knee").id] = 0.5 + error
-    mujoco.mj_forward(model, data)
-    torque = data.qfrc_actuator[knee.dofadr[0]] + data.qfrc_damper[knee.dofadr[0]]
+    data, dof = _knee_forward(bench.fixed_root_model("amp_humanoid", "drive_implicit"), error, qvel)
+    torque = data.qfrc_actuator[dof] + data.qfrc_damper[dof]
     assert torque == pytest.approx(float(np.clip(kp * error - kd * qvel, -effort, effort)))
 
 
