@@ -28,7 +28,8 @@ from ase_humanoid.utils.checks import input_file_problem
 # of one robot, evaluating it is meant for the task it learnt, and a resumed run continues with
 # its own task, robot, ground, data, batch and training settings up to its own end
 # (app.check_resume_config still checks every run-defining key against it).
-ADOPTED_ON_RESUME = ("task", "robot", "terrain", "motion_file", "num_envs", "max_epochs", "train", "task_env")
+ADOPTED_ON_RESUME = ("task", "robot", "terrain", "motion_file", "num_envs", "max_epochs", "train", "task_env",
+                     "pd_damping")
 ADOPTED_ON_TEST = ("task", "robot")
 ADOPTED_FROM_START = ("robot",)  # a run on an llc_checkpoint, or from a checkpoint's weights
 # The keys read from the command line before composing, to know which checkpoint speaks.
@@ -44,7 +45,9 @@ def checkpoint_choices(path: Path) -> dict:
             "terrain": saved_value(saved, "terrain"), "motion_file": saved_value(saved, "motion_file"),
             "num_envs": saved_value(saved, "num_envs"), "max_epochs": saved_value(saved, "max_epochs"),
             "train": saved_value(saved, "train"),
-            "task_env": {"name": saved_value(saved, "task.name"), "env": saved_value(saved, "task.env")}}
+            "task_env": {"name": saved_value(saved, "task.name"), "env": saved_value(saved, "task.env")},
+            # runs saved before the key existed used joint damping (builders.saved_pd_damping)
+            "pd_damping": (saved_value(saved, "robot.pd_damping") or "joint") if saved else None}
 
 
 def _given(argv: list[str]) -> tuple[set[str], dict]:
@@ -133,6 +136,16 @@ def adopt_task_env(cfg: DictConfig, saved_task: dict | None, given: set[str]) ->
     return _adopt_missing(cfg.task.env, saved_task.get("env"), given, "task.env")
 
 
+def adopt_pd_damping(cfg: DictConfig, saved_mode: str | None, given: set[str]) -> list[str]:
+    """The resumed run's `robot.pd_damping` where the command line leaves it out: the PD law is
+    the run's physics, which must not change halfway (a default changed since included)."""
+    if saved_mode is None or "robot.pd_damping" in given or cfg.robot.get("pd_damping") == saved_mode:
+        return []
+    with open_dict(cfg.robot):
+        cfg.robot.pd_damping = saved_mode
+    return [f"robot.pd_damping={saved_mode}"]
+
+
 def compose_run_config(argv: list[str]) -> DictConfig:
     """compose_config(argv) with each ADOPTED_* setting the command line leaves out taken from
     the checkpoint it names (printed, unless it changes nothing); an explicit key (for the
@@ -148,7 +161,7 @@ def compose_run_config(argv: list[str]) -> DictConfig:
         return compose_config(argv)
     choices = checkpoint_choices(path)
     adopted = {key: choices[key] for key in keys if key not in given and choices[key] is not None}
-    composed = {key: value for key, value in adopted.items() if key not in ("train", "task_env")}
+    composed = {key: value for key, value in adopted.items() if key not in ("train", "task_env", "pd_damping")}
     cfg = compose_config([*(_override(key, value) for key, value in composed.items()), *argv])
     if "terrain" in adopted:  # the run's terrain.* keys too, not just the kind of ground
         with open_dict(cfg):
@@ -159,6 +172,8 @@ def compose_run_config(argv: list[str]) -> DictConfig:
         shown += adopt_train_params(cfg, adopted["train"], given)
     if "task_env" in adopted:
         shown += adopt_task_env(cfg, adopted["task_env"], given)
+    if "pd_damping" in adopted:
+        shown += adopt_pd_damping(cfg, adopted["pd_damping"], given)
     if shown:
         print(f"{' '.join(shown)}: as {source} was trained (give them to choose otherwise)", file=sys.stderr,
               flush=True)

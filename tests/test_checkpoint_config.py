@@ -62,3 +62,24 @@ def test_resume_keeps_the_runs_task_env_settings(capsys):
     assert "task.env.getup_reward=True" in said and "task.env.recovery_steps" not in said
     other = compose_run_config(["resume=true", f"checkpoint={getup}", "task=HumanoidAMP"])
     assert "getup_reward" not in other.task.env
+
+
+def test_resume_keeps_the_runs_pd_damping(tmp_path, capsys):
+    """robot.pd_damping given when a run started holds when it resumes (the PD law is the run's
+    physics); one the command line gives is kept (check_resume_config then refuses a change),
+    and a run saved before the key existed resumes with joint damping."""
+    from ase_humanoid.utils.checkpoint import save_checkpoint
+
+    state = load_checkpoint(PROJECT_ROOT / "pretrained" / "ase_llc_amp_humanoid_getup.pt")
+    state["config"]["robot"]["pd_damping"] = "drive_implicit"
+    save_checkpoint(state, tmp_path / "latest.pt")
+    cfg = compose_run_config(["resume=true", f"run_dir={tmp_path}"])
+    assert cfg.robot.pd_damping == "drive_implicit"
+    assert "robot.pd_damping=drive_implicit" in capsys.readouterr().err
+    cfg = compose_run_config(["resume=true", f"run_dir={tmp_path}", "robot.pd_damping=joint"])
+    assert cfg.robot.pd_damping == "joint"
+    del state["config"]["robot"]["pd_damping"]
+    save_checkpoint(state, tmp_path / "latest.pt")
+    cfg = compose_run_config(["resume=true", f"run_dir={tmp_path}", "robot.pd_damping=drive_implicit"])
+    assert cfg.robot.pd_damping == "drive_implicit"  # the command line's, refused later by the resume check
+    assert compose_run_config(["resume=true", f"run_dir={tmp_path}"]).robot.pd_damping == "joint"
