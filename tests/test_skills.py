@@ -416,3 +416,24 @@ def test_every_measures_each_snapshot_of_a_run_once_and_tabulates_them(untrained
         _skills_command().main([str(run_dir), "--every", "7"])
     with pytest.raises(SystemExit, match="--video / --paths for one checkpoint"):
         _skills_command().main([*args, "--paths", str(tmp_path / "p.png")])
+
+
+def test_probe_leaves_out_a_world_that_is_blowing_up():
+    """A world at 1e8 m/s (finite, not yet reset by the env) is left out of the probe's means."""
+    env = make_env("HumanoidViewMotion", num_envs=2, motion_file=str(SIX_CLIPS), num_threads=1, seed=0)
+    try:
+        probe = MotionQualityProbe(env, num_envs=2)
+        env.reset()
+        env.step(None)
+        probe.observe()
+        calm = probe.pop_means()["quality/root_speed"]
+        state = env.sim.state
+        lin_vel = state.root_lin_vel.clone()
+        lin_vel[0] = torch.tensor([1e8, 0.0, 0.0])
+        env.sim.set_robot_state(torch.arange(2), state.root_pos.clone(), state.root_rot.clone(), lin_vel,
+                                state.root_ang_vel.clone(), state.dof_pos.clone(), state.dof_vel.clone())
+        probe.observe()
+        means = probe.pop_means()
+        assert means["quality/root_speed"] < 10.0 and calm < 10.0
+    finally:
+        env.close()
