@@ -44,7 +44,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from ase_humanoid.robots import build_scene_spec, load_robot  # noqa: E402
-from ase_humanoid.robots.scene import move_damping_into_actuators, split_damping_across_clamp  # noqa: E402
+from ase_humanoid.robots.scene import apply_pd_damping  # noqa: E402
 from ase_humanoid.sim.base import PHYSICS_DT  # noqa: E402
 from ase_humanoid.sim.scene import lowest_point_height  # noqa: E402
 
@@ -68,10 +68,7 @@ def fixed_root_model(robot_name: str, pd_damping: str) -> mujoco.MjModel:
     timestep, with the PD damping where `pd_damping` puts it."""
     robot = load_robot(robot_name, pd_damping=pd_damping)
     spec = mujoco.MjSpec.from_file(str(robot.mjcf_path))
-    if pd_damping == "drive":
-        move_damping_into_actuators(spec)
-    elif pd_damping == "drive_implicit":
-        split_damping_across_clamp(spec)
+    apply_pd_damping(spec, pd_damping)
     for joint in list(spec.joints):
         if joint.type == mujoco.mjtJoint.mjJNT_FREE:
             spec.delete(joint)

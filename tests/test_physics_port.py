@@ -232,8 +232,8 @@ def test_saturated_step_drive_implicit_follows_the_release_law(knee_inertia):
     """The release's speed at the effort limit, where the joint law caps the knee at effort / kd."""
     kp, kd, effort = bench.RELEASE_GAINS["right_knee"]
     step = 1.5
-    times, q, _ = bench.reference_step_response(knee_inertia, kp, kd, effort, step, 1.0)
-    release = bench.response_metrics(times, q, _, step)
+    times, q, torque = bench.reference_step_response(knee_inertia, kp, kd, effort, step, 1.0)
+    release = bench.response_metrics(times, q, torque, step)
     split = _metrics("drive_implicit", step)
     assert split["rise_time_s"] == pytest.approx(release["rise_time_s"], abs=DT)  # 0.20 s (joint: 0.42)
     assert split["settling_time_s"] == pytest.approx(release["settling_time_s"], abs=6 * DT)

@@ -47,10 +47,8 @@ def build_scene_spec(robot_or_mjcf, props=(), scene_mjcf=SCENE_MJCF, terrain=Non
     is_robot = isinstance(robot_or_mjcf, RobotDescription)
     mjcf = robot_or_mjcf.mjcf_path if is_robot else Path(robot_or_mjcf)
     spec = _spec_from_file(mjcf)
-    if is_robot and robot_or_mjcf.pd_damping == "drive":
-        move_damping_into_actuators(spec)
-    elif is_robot and robot_or_mjcf.pd_damping == "drive_implicit":
-        split_damping_across_clamp(spec)
+    if is_robot:
+        apply_pd_damping(spec, robot_or_mjcf.pd_damping)
     world = _spec_from_file(scene_mjcf)
     _copy_visual(world, spec)
     spec.attach(world, prefix=SCENE_PREFIX, frame=spec.worldbody.add_frame())
@@ -59,6 +57,15 @@ def build_scene_spec(robot_or_mjcf, props=(), scene_mjcf=SCENE_MJCF, terrain=Non
     for i, prop in enumerate(props):
         add_prop(spec, prop, pos=(2.0 + i, 0.0, 1.0))
     return spec
+
+
+def apply_pd_damping(spec: mujoco.MjSpec, pd_damping: str) -> None:
+    """Put the humanoid's PD damping where `pd_damping` (robot.pd_damping) says: "joint" leaves
+    the MJCF as it is, "drive" and "drive_implicit" rewrite its actuators (below)."""
+    if pd_damping == "drive":
+        move_damping_into_actuators(spec)
+    elif pd_damping == "drive_implicit":
+        split_damping_across_clamp(spec)
 
 
 def move_damping_into_actuators(spec: mujoco.MjSpec) -> None:
