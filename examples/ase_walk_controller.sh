@@ -6,6 +6,9 @@
 #
 #   bash examples/ase_walk_controller.sh [RUNS_FOLDER] [ROBOT]   # default runs/ase_walk amp_humanoid
 #   bash examples/ase_walk_controller.sh runs/ase_walk_ss sword_shield
+#   bash examples/ase_walk_controller.sh runs/ase_walk_di amp_humanoid robot.pd_damping=drive_implicit
+#
+# Overrides after ROBOT go to both stages' train.py commands.
 #
 # ROBOT amp_humanoid made pretrained/ase_llc_amp_humanoid_walk.pt, sword_shield made
 # pretrained/ase_llc_sword_shield_walk.pt (the same stages on the sword-and-shield humanoid's
@@ -20,6 +23,8 @@ set -f  # the overrides hold [..]: no globbing
 cd "$(dirname "$0")/.."
 RUNS="${1:-runs/ase_walk}"
 ROBOT="${2:-amp_humanoid}"
+shift $(( $# < 2 ? $# : 2 ))
+EXTRA=("$@")
 
 # AMP's networks and learning rate inside ASE (the CPU profile's ASE sizes are 512-256, 1e-4).
 NETS="train.params.actor_units=[256,256] train.params.critic_units=[256,256] train.params.disc_units=[256,128] train.params.learning_rate=2e-4"
@@ -32,7 +37,7 @@ source examples/stages.sh  # stage NAME EPOCHS ARGS...
 #    the latent starts with no effect on the actor.
 stage stage1 1150 task=HumanoidASE robot="$ROBOT" motion_file="motions/dataset_${ROBOT}_locomotion.yaml" seed=42 \
   $NETS train.params.enc_reward_w=0 train.params.disc_reward_w=1.0 train.params.amp_diversity_bonus=0 \
-  train.params.enable_eps_greedy=false train.params.style_init_scale=0 task.env.state_init=Random $NO_FALL_STARTS
+  train.params.enable_eps_greedy=false train.params.style_init_scale=0 task.env.state_init=Random $NO_FALL_STARTS "${EXTRA[@]}"
 
 # 2. Then ASE: the release's rewards (encoder 0.5, style 0.5, diversity loss, epsilon-greedy),
 #    half the episodes starting standing (the task's Hybrid default), and CMU 131_01 added, which
@@ -49,7 +54,7 @@ else
   STAGE2_FROM="$RUNS/stage1/epoch_001150.pt" STAGE2_EPOCHS=700
 fi
 stage stage2 "$STAGE2_EPOCHS" task=HumanoidASE robot="$ROBOT" checkpoint="$STAGE2_FROM" resume=false seed=42 \
-  motion_file="motions/dataset_${ROBOT}_locomotion_starts.yaml" $NETS $NO_FALL_STARTS
+  motion_file="motions/dataset_${ROBOT}_locomotion_starts.yaml" $NETS $NO_FALL_STARTS "${EXTRA[@]}"
 
 CONTROLLER="$RUNS/stage2/$(printf 'epoch_%06d.pt' "$STAGE2_EPOCHS")"
 echo "controller: $CONTROLLER"

@@ -34,3 +34,22 @@ def test_stage_starts_resumes_and_skips(tmp_path):
 def test_example_scripts_parse():
     for script in sorted(STAGES.parent.glob("*.sh")):
         subprocess.run(["bash", "-n", str(script)], check=True)
+
+
+def test_walk_controller_passes_overrides_to_both_stages(tmp_path):
+    """Overrides after RUNS and ROBOT (e.g. robot.pd_damping=drive_implicit) reach each stage."""
+    examples = tmp_path / "examples"
+    examples.mkdir()
+    for name in ("ase_walk_controller.sh", "stages.sh"):
+        (examples / name).write_text((STAGES.parent / name).read_text())
+    (tmp_path / "run").write_text('#!/usr/bin/env bash\necho "RUN $*"\n')
+    (tmp_path / "run").chmod(0o755)
+    done = subprocess.run(["bash", str(examples / "ase_walk_controller.sh"), "runs/w", "amp_humanoid",
+                           "robot.pd_damping=drive_implicit"], cwd=tmp_path, capture_output=True, text=True,
+                          check=True)
+    stage_commands = [line for line in done.stdout.splitlines() if line.startswith("RUN python train.py")]
+    assert [cmd.split()[3] for cmd in stage_commands] == ["run_dir=runs/w/stage1", "run_dir=runs/w/stage2"]
+    assert all(cmd.endswith(" robot.pd_damping=drive_implicit") for cmd in stage_commands)
+    plain = subprocess.run(["bash", str(examples / "ase_walk_controller.sh"), "runs/p"], cwd=tmp_path,
+                           capture_output=True, text=True, check=True)
+    assert "pd_damping" not in plain.stdout
