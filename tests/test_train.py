@@ -112,7 +112,22 @@ def test_kill_while_writing_checkpoint_keeps_previous_one(tmp_path):
     assert state["epoch"] == 1 and torch.equal(state["weights"], torch.arange(10))
 
 
-def test_ctrl_c_while_writing_checkpoint_finishes_the_file_first(tmp_path, monkeypatch):
+@pytest.fixture
+def sigint_raises():
+    """SIGINT raises KeyboardInterrupt during the test, as in a terminal, even when pytest runs as
+    a background job (`cmd &` without job control starts with SIGINT ignored)."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
+def default_sigint_in_child():
+    """Popen preexec_fn: the child starts with SIGINT at its default, so Python installs its
+    KeyboardInterrupt handler however pytest was started."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def test_ctrl_c_while_writing_checkpoint_finishes_the_file_first(tmp_path, monkeypatch, sigint_raises):
     # Ctrl-C inside torch.save used to break its zip writer, whose cleanup then raised a
     # RuntimeError over the KeyboardInterrupt (a traceback and exit status 1, not 130).
     path = tmp_path / "latest.pt"
@@ -141,7 +156,8 @@ def test_training_killed_mid_run_resumes_from_last_checkpoint(tmp_path, stop):
     run_dir = tmp_path / "run"
     args = ["task=HumanoidAMP", "num_envs=8", "checkpoint_every=1", f"run_dir={run_dir}", *SMALL_BUFFERS, *SMALL_NETS]
     proc = subprocess.Popen([sys.executable, str(PROJECT_ROOT / "train.py"), *args, "max_epochs=1000"],
-                            cwd=PROJECT_ROOT, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+                            cwd=PROJECT_ROOT, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            preexec_fn=default_sigint_in_child)
     deadline = time.time() + 240
     while time.time() < deadline and proc.poll() is None:
         if (run_dir / "metrics.jsonl").exists() and len(read_metrics(run_dir)) >= 2:
