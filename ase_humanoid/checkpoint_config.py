@@ -18,7 +18,7 @@ from pathlib import Path
 from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.nodes import BooleanNode
 
-from ase_humanoid.builders import resolve_path
+from ase_humanoid.builders import resolve_path, saved_pd_damping
 from ase_humanoid.config import compose_config, parse_override_value, saved_value
 from ase_humanoid.errors import ConfigError
 from ase_humanoid.utils.checkpoint import load_checkpoint_config
@@ -46,8 +46,7 @@ def checkpoint_choices(path: Path) -> dict:
             "num_envs": saved_value(saved, "num_envs"), "max_epochs": saved_value(saved, "max_epochs"),
             "train": saved_value(saved, "train"),
             "task_env": {"name": saved_value(saved, "task.name"), "env": saved_value(saved, "task.env")},
-            # runs saved before the key existed used joint damping (builders.saved_pd_damping)
-            "pd_damping": (saved_value(saved, "robot.pd_damping") or "joint") if saved else None}
+            "pd_damping": saved_pd_damping(saved) if saved else None}
 
 
 def _given(argv: list[str]) -> tuple[set[str], dict]:
