@@ -19,7 +19,12 @@ from omegaconf import DictConfig, OmegaConf, open_dict
 from omegaconf.nodes import BooleanNode
 
 from ase_humanoid.builders import resolve_path, saved_pd_damping
-from ase_humanoid.config import compose_config, parse_override_value, saved_value
+from ase_humanoid.config import (
+    compose_config,
+    group_choices,
+    parse_override_value,
+    saved_value,
+)
 from ase_humanoid.errors import ConfigError
 from ase_humanoid.utils.checkpoint import load_checkpoint_config
 from ase_humanoid.utils.checks import input_file_problem
@@ -94,6 +99,22 @@ def _current(cfg: DictConfig) -> dict:
             "motion_file": cfg.motion_file, "num_envs": cfg.num_envs, "max_epochs": cfg.max_epochs}
 
 
+def _train_group(saved_train) -> str | None:
+    """The cfg/train group that trains the saved run's algorithm: the one named after it (a
+    run started with `train=amp_task` is algorithm `amp`; its own task reward weights then come
+    back with its other train.params). None for an algorithm this version has no group for."""
+    algo = saved_train.get("algo") if isinstance(saved_train, dict) else None
+    return algo if algo in group_choices("train") else None
+
+
+def _changes_something(key: str, value, cfg: DictConfig, alone: dict | None) -> bool:
+    """Whether an adopted setting differs from what the command line alone gives: the train
+    group from the (adopted) task's own default, the others from composing the command line."""
+    if key == "train":
+        return value != cfg.task.default_train
+    return alone is None or alone[key] != value
+
+
 def _command_line_alone(argv: list[str]) -> dict | None:
     """The ADOPTED_* settings the command line alone would give, for saying which adopted ones
     change anything. Dotted keys are left out (they may belong to the checkpoint's task only and
@@ -161,12 +182,14 @@ def compose_run_config(argv: list[str]) -> DictConfig:
     choices = checkpoint_choices(path)
     adopted = {key: choices[key] for key in keys if key not in given and choices[key] is not None}
     composed = {key: value for key, value in adopted.items() if key not in ("train", "task_env", "pd_damping")}
+    if "train" in adopted and _train_group(adopted["train"]):
+        composed["train"] = _train_group(adopted["train"])
     cfg = compose_config([*(_override(key, value) for key, value in composed.items()), *argv])
     if "terrain" in adopted:  # the run's terrain.* keys too, not just the kind of ground
         with open_dict(cfg):
             cfg.terrain = OmegaConf.merge(cfg.terrain, adopted["terrain"])
     alone = _command_line_alone(argv) if adopted else None
-    shown = [_override(key, value) for key, value in composed.items() if alone is None or alone[key] != value]
+    shown = [_override(key, value) for key, value in composed.items() if _changes_something(key, value, cfg, alone)]
     if "train" in adopted:
         shown += adopt_train_params(cfg, adopted["train"], given)
     if "task_env" in adopted:

@@ -255,6 +255,23 @@ def test_resume_alone_continues_the_run_as_it_was_started(tmp_path, capsys):
         run(["resume=true", f"run_dir={run_dir}", "num_threads=1", *SMALL])
 
 
+def test_resume_alone_continues_a_flat_task_run_with_its_own_algorithm(tmp_path, capsys):
+    # A task trained flat (train=amp_task) resumes as AMP with its task reward weights, not with
+    # the task's default hierarchical training (which wanted an ASE controller in its checkpoint)
+    from ase_humanoid.app import run
+
+    run_dir = tmp_path / "run"
+    run(["task=HumanoidHeading", "train=amp_task", "num_envs=2", "max_epochs=1", "num_threads=1",
+         f"run_dir={run_dir}", *SMALL])
+    capsys.readouterr()
+    run(["resume=true", f"run_dir={run_dir}", "max_epochs=2", "num_threads=1", *SMALL])
+    said = capsys.readouterr().err
+    assert "task=HumanoidHeading" in said and "train=amp " in said, said
+    state = load_checkpoint(run_dir / "latest.pt")
+    assert state["epoch"] == 2 and state["config"]["train"]["algo"] == "amp"
+    assert state["config"]["train"]["params"]["task_reward_w"] == 0.5
+
+
 # ------------------------------------------------------------------ checkpoints and config keys
 @pytest.mark.parametrize("mode", ["test", "checkpoint", "resume"])
 def test_checkpoint_without_agent_is_a_checkpoint_error(tmp_path, mode):
