@@ -68,6 +68,42 @@ def test_turning_back_restores_the_clip(walk):
                           torch.zeros(walk.num_frames), atol=1e-3)
 
 
+def stance_foot_speeds(clip) -> torch.Tensor:
+    """Horizontal speed (m/s) of the lower foot between frames where it stays the lower one `[n]`."""
+    feet = [clip.skeleton.node_names.index(name) for name in ("left_foot", "right_foot")]
+    pos = clip.global_translation[:, feet]  # [T, 2, 3]
+    lower = pos[..., 2].argmin(dim=1)
+    speed = torch.diff(pos[..., :2], dim=0).norm(dim=-1) * clip.fps  # [T - 1, 2]
+    speed = speed[torch.arange(clip.num_frames - 1), lower[1:]]
+    return speed[lower[1:] == lower[:-1]]
+
+
+@pytest.mark.parametrize("yaw_rate", [1.0, -2.0])
+def test_pivoting_on_the_stance_foot_turns_at_the_rate_and_keeps_the_foot_planted(walk, yaw_rate):
+    pivoted = curve_path(walk, yaw_rate, pivot="stance_foot")
+    extra = unwrapped_heading(pivoted) - unwrapped_heading(walk)
+    times = torch.arange(walk.num_frames, dtype=extra.dtype) / walk.fps
+    assert torch.allclose(extra, yaw_rate * times, atol=1e-4)
+    assert torch.equal(pivoted.local_rotation[:, 1:], walk.local_rotation[:, 1:])
+    assert torch.equal(pivoted.root_translation[:, 2], walk.root_translation[:, 2])
+    # the planted foot moves as in the straight clip; turning about the root drags it round
+    straight, pivot_slide = stance_foot_speeds(walk), stance_foot_speeds(pivoted)
+    root_slide = stance_foot_speeds(curve_path(walk, yaw_rate))
+    assert torch.allclose(pivot_slide, straight, atol=1e-3)
+    assert root_slide.median() > 0.2 and pivot_slide.median() < 0.01
+
+
+def test_unknown_pivot_and_a_skeleton_without_feet_are_clear_errors(walk):
+    with pytest.raises(MotionFileError, match="pivot 'hand': must be one of root, stance_foot"):
+        curve_path(walk, 1.0, pivot="hand")
+    footless = walk.skeleton.__class__(
+        [name.replace("foot", "paw") for name in walk.skeleton.node_names], walk.skeleton.parent_indices,
+        walk.skeleton.local_translation)
+    clip = walk.__class__(footless, walk.local_rotation, walk.root_translation, walk.fps)
+    with pytest.raises(MotionFileError, match="two joints named \\*foot\\*; the skeleton's joints: pelvis"):
+        curve_path(clip, 1.0, pivot="stance_foot")
+
+
 @pytest.mark.parametrize("yaw_rate", [math.nan, math.inf, 10.0])
 def test_implausible_yaw_rate_is_a_clear_error(walk, yaw_rate):
     with pytest.raises(MotionFileError, match="yaw rate"):
@@ -89,6 +125,13 @@ def test_cli_writes_a_clip_that_loads(tmp_path, capsys):
     assert curve_motion.main([str(WALK), "--yaw-rate", "0.7", "--out", str(out)]) == 0
     assert "wrote" in capsys.readouterr().out
     assert load_motion(out).num_frames == load_motion(WALK).num_frames
+
+
+def test_cli_pivots_on_the_stance_foot_when_asked(tmp_path, walk):
+    out = tmp_path / "walk_left_pivot.npy"
+    assert curve_motion.main([str(WALK), "--yaw-rate", "1.5", "--pivot", "stance_foot", "--out", str(out)]) == 0
+    made = curve_path(walk, 1.5, pivot="stance_foot")
+    assert torch.allclose(load_motion(out).root_translation, made.root_translation, atol=1e-5)
 
 
 @pytest.mark.parametrize("args, message", [
