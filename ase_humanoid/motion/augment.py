@@ -8,10 +8,12 @@ barely steer, and a high-level policy has nothing to steer with (docs/TASKS.md, 
 frame k to k + 1 is turned by the yaw at their midpoint, so the speed along the path stays the
 clip's. Joint angles and root height are untouched. A foot in stance slides by about
 `yaw_rate * r` (r: its horizontal distance from the root; a median 0.24 m/s on the walk clip
-at 1 rad/s, 0.40 at 2), which is how far this is from a recorded turn. With `pivot="stance_foot"` each frame's turn is made about
-the lower foot instead, as a person pivots on the planted foot: the pose turns at the same rate,
-the stance foot stays where it was planted (median 0 m/s, as in the straight clip) and the root
-swings round it, which lengthens its path (the walk clip's 3.90 m to 4.21 at 1 rad/s, 4.53 at 2).
+at 1 rad/s, 0.40 at 2), which is how far this is from a recorded turn.
+
+With `pivot="stance_foot"` each frame's turn is made about the lower foot instead, as a person
+pivots on the planted foot: the pose turns at the same rate, the stance foot stays where it was
+planted (median 0 m/s, as in the straight clip) and the root swings round it, which lengthens
+its path (the walk clip's 3.90 m to 4.21 at 1 rad/s, 4.53 at 2).
 """
 
 from __future__ import annotations
