@@ -14,7 +14,7 @@ from ase_humanoid.app import run
 
 # About 2 minutes on 2 cores. Rollouts of 16 steps instead of the profile's 32: an epoch's time
 # is mostly its fixed update, so this halves the stepping and keeps the 8 gradient steps an
-# epoch that do the learning (measured 2026-12-06, 127 s against 190 s beside a training).
+# epoch that do the learning (2026-12-06: 77 s alone; beside a training 127 s against about 190).
 # Mean episode length, epochs 6-15 -> last 10 of 150, seeds 0-4: 19.3 -> 35.8, 21.3 -> 30.8,
 # 21.3 -> 34.0, 19.4 -> 33.3, 21.1 -> 31.0 (1.45-1.85x; with 32 steps 1.51-1.93x), so every
 # seed clears the 1.3x bar by a margin.

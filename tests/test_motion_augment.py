@@ -1,6 +1,7 @@
 """Turning clips from straight ones (ase_humanoid/motion/augment.py, tools/curve_motion.py): the
 path turns at the asked rate, the poses and the speed along the path stay the clip's, turning
-back undoes it, and the shipped turning clips are what the tool makes of the walk clip."""
+back undoes it, the shipped turning clips are what the tool makes of the walk clip, and turning
+about the stance foot keeps that foot planted."""
 
 from __future__ import annotations
 
