@@ -182,8 +182,9 @@ def compose_run_config(argv: list[str]) -> DictConfig:
     choices = checkpoint_choices(path)
     adopted = {key: choices[key] for key in keys if key not in given and choices[key] is not None}
     composed = {key: value for key, value in adopted.items() if key not in ("train", "task_env", "pd_damping")}
-    if "train" in adopted and _train_group(adopted["train"]):
-        composed["train"] = _train_group(adopted["train"])
+    train_group = _train_group(adopted.get("train"))
+    if train_group:
+        composed["train"] = train_group
     cfg = compose_config([*(_override(key, value) for key, value in composed.items()), *argv])
     if "terrain" in adopted:  # the run's terrain.* keys too, not just the kind of ground
         with open_dict(cfg):

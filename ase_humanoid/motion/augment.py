@@ -74,8 +74,8 @@ def _turn_xy(xy: torch.Tensor, angle: torch.Tensor) -> torch.Tensor:
 def _pivot_on_stance_foot(clip: MotionClip, yaw: torch.Tensor) -> torch.Tensor:
     """Root positions `[T, 2]` of the clip turned by `yaw` `[T]`, each frame's increment about the
     lower foot. The map from the clip's ground plane to the turned one is a rotation by yaw[k]
-    plus a shift; at frame k the shift is updated so that the lower foot, where frame k - 1's map
-    puts it, stays there. A sequential loop over frames: an offline tool, T is a few hundred."""
+    plus a shift s[k]; s[k] keeps the lower foot f[k] where frame k - 1's map put it:
+    R(yaw[k]) f[k] + s[k] = R(yaw[k - 1]) f[k] + s[k - 1], so the shifts are a cumulative sum."""
     feet = [i for i, name in enumerate(clip.skeleton.node_names) if "foot" in name.lower()]
     if len(feet) != 2:
         raise MotionFileError(f"pivot 'stance_foot' needs two joints named *foot*; the skeleton's joints: "
@@ -83,10 +83,6 @@ def _pivot_on_stance_foot(clip: MotionClip, yaw: torch.Tensor) -> torch.Tensor:
     foot_pos = clip.global_translation[:, feet]  # [T, 2, 3]
     lower = foot_pos[..., 2].argmin(dim=1)  # [T]
     stance_xy = foot_pos[torch.arange(clip.num_frames), lower, :2]  # [T, 2]
-    shift = torch.zeros(2, dtype=clip.dtype, device=clip.device)
-    shifts = torch.zeros(clip.num_frames, 2, dtype=clip.dtype, device=clip.device)
-    for k in range(1, clip.num_frames):
-        planted = _turn_xy(stance_xy[k], yaw[k - 1]) + shift  # the lower foot under frame k - 1's map
-        shift = planted - _turn_xy(stance_xy[k], yaw[k])
-        shifts[k] = shift
+    increments = _turn_xy(stance_xy[1:], yaw[:-1]) - _turn_xy(stance_xy[1:], yaw[1:])  # [T - 1, 2]
+    shifts = torch.cat([torch.zeros_like(increments[:1]), torch.cumsum(increments, dim=0)])
     return _turn_xy(clip.root_translation[:, :2], yaw) + shifts
