@@ -181,7 +181,7 @@ def test_cli_writes_a_loadable_clip(tmp_path):
 
 @pytest.mark.parametrize("dataset, robot_name, count", [
     ("dataset_sword_shield.yaml", "sword_shield", 8),
-    ("dataset_amp_humanoid_retargeted.yaml", "amp_humanoid", 9),
+    ("dataset_amp_humanoid_retargeted.yaml", "amp_humanoid", 11),
 ])
 def test_bundled_retargeted_clips_load_in_motion_lib(dataset, robot_name, count):
     from ase_humanoid.motion.motion_lib import MotionLib
@@ -196,3 +196,20 @@ def test_bundled_retargeted_clips_load_in_motion_lib(dataset, robot_name, count)
         assert clip.skeleton.node_names == robot.body_names
         lowest = lowest_geom_height(geoms, clip.global_translation, clip.global_rotation).min()
         assert abs(float(lowest)) < 1e-3, entry
+
+
+@pytest.mark.parametrize("robot_name", ["amp_humanoid", "sword_shield"])
+@pytest.mark.parametrize("side, sign", [("right", -1.0), ("left", 1.0)])
+def test_bundled_turns_on_the_spot_turn_half_round_in_place_on_the_floor(robot_name, side, sign):
+    """CMU 01_01's two recorded turns: about 180 degrees the named way, within 0.6 m of
+    where they start (0.51 m at most), feet on the floor, on both humanoids."""
+    robot = load_robot(robot_name)
+    clip = load_poselib(ROOT / "motions" / "retargeted" / f"cmu_01_01_turn_{side}_{robot_name}.npy")
+    assert clip.skeleton.node_names == robot.body_names and clip.fps == 30 and clip.num_frames == 72
+    heading = torch.from_numpy(np.unwrap(rot.calc_heading(clip.global_rotation[:, 0]).numpy()))
+    turned = float(heading[-1] - heading[0])
+    assert abs(turned - sign * math.pi) < 0.35, turned
+    drift = (clip.root_translation[:, :2] - clip.root_translation[0, :2]).norm(dim=-1).max()
+    assert float(drift) < 0.6
+    lowest = lowest_geom_height(robot_geoms(robot), clip.global_translation, clip.global_rotation).min()
+    assert abs(float(lowest)) < 1e-3
