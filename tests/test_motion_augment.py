@@ -1,7 +1,9 @@
-"""Turning clips from straight ones (ase_humanoid/motion/augment.py, tools/curve_motion.py): the
-path turns at the asked rate, the poses and the speed along the path stay the clip's, turning
-back undoes it, the shipped turning clips are what the tool makes of the walk clip, and turning
-about the stance foot keeps that foot planted."""
+"""Clips made from others (ase_humanoid/motion/augment.py, tools/curve_motion.py,
+tools/mirror_motion.py). Turning clips: the path turns at the asked rate, the poses and the speed
+along the path stay the clip's, turning back undoes it, the shipped turning clips are what the
+tool makes of the walk clip, and turning about the stance foot keeps that foot planted. Mirror
+images: every body lands at its partner's reflected place, a right turn becomes a left one,
+mirroring twice gives the clip back, an asymmetric skeleton is refused by name."""
 
 from __future__ import annotations
 
@@ -13,13 +15,15 @@ import torch
 from project_scripts import load_script
 
 from ase_humanoid.errors import MotionFileError
-from ase_humanoid.motion.augment import curve_path
+from ase_humanoid.motion.augment import curve_path, mirror, mirror_partners
 from ase_humanoid.motion.io import load_motion
 from ase_humanoid.utils import rotations as rot
 
 ROOT = Path(__file__).resolve().parents[1]
 WALK = ROOT / "motions" / "amp_humanoid" / "amp_humanoid_walk.npy"
 curve_motion = load_script("tools/curve_motion.py")
+mirror_motion = load_script("tools/mirror_motion.py")
+RETARGETED = ROOT / "motions" / "retargeted"
 
 
 @pytest.fixture(scope="module")
@@ -150,3 +154,55 @@ def test_cli_missing_input_names_the_file(tmp_path, capsys):
     missing = tmp_path / "nope.npy"
     assert curve_motion.main([str(missing), "--yaw-rate", "0.5", "--out", str(tmp_path / "o.npy")]) == 2
     assert "nope.npy" in capsys.readouterr().err
+
+
+def test_mirror_puts_every_body_at_its_partners_reflected_place(walk):
+    mirrored = mirror(walk)
+    partners = mirror_partners(walk.skeleton)
+    names = walk.skeleton.node_names
+    assert names[int(partners[names.index("left_foot")])] == "right_foot"
+    assert names[int(partners[names.index("pelvis")])] == "pelvis"
+    reflect = torch.tensor([1.0, -1.0, 1.0])
+    torch.testing.assert_close(mirrored.global_translation[:, partners] * reflect, walk.global_translation,
+                               atol=1e-5, rtol=0)
+    torch.testing.assert_close(mirrored.global_velocity[:, partners] * reflect, walk.global_velocity,
+                               atol=1e-3, rtol=0)
+    torch.testing.assert_close(mirror(mirrored).global_translation, walk.global_translation, atol=1e-5, rtol=0)
+
+
+def test_mirrored_right_turn_turns_left_as_far(tmp_path, capsys):
+    source = RETARGETED / "cmu_01_01_turn_right_amp_humanoid.npy"
+    out = tmp_path / "turn_left.npy"
+    assert mirror_motion.main([str(source), "--out", str(out)]) == 0
+    assert "wrote" in capsys.readouterr().out
+    turn, mirrored = load_motion(source), load_motion(out)
+    assert float(unwrapped_heading(turn)[-1]) < -2.8
+    assert float(unwrapped_heading(mirrored)[-1]) == pytest.approx(-float(unwrapped_heading(turn)[-1]), abs=1e-4)
+
+
+def test_mirror_refuses_an_asymmetric_skeleton_by_joint_and_writes_nothing(tmp_path, capsys):
+    source = RETARGETED / "cmu_01_01_turn_right_sword_shield.npy"
+    with pytest.raises(MotionFileError, match="'sword' hangs from 'right_hand'"):
+        mirror(load_motion(source))
+    assert mirror_motion.main([str(source), "--out", str(tmp_path / "o.npy")]) == 2
+    assert "not left-right symmetric" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("change, message", [
+    ("offset", "its mirror image 'left_thigh' at"),
+    ("name", "joint 'left_foot' has no partner 'right_foot'"),
+])
+def test_mirror_checks_offsets_and_names_pair_up(walk, change, message):
+    from ase_humanoid.motion.clip import MotionClip
+    from ase_humanoid.motion.skeleton import Skeleton
+
+    names = list(walk.skeleton.node_names)
+    offsets = walk.skeleton.local_translation.clone()
+    if change == "offset":
+        offsets[names.index("left_thigh"), 1] += 0.02
+    else:
+        names[names.index("right_foot")] = "r_foot"
+    skeleton = Skeleton(names, walk.skeleton.parent_indices, offsets)
+    with pytest.raises(MotionFileError, match=message):
+        mirror(MotionClip(skeleton, walk.local_rotation, walk.root_translation, walk.fps))

@@ -1,4 +1,5 @@
-"""Turning clips made from straight ones: the same poses on a path that bends at a constant rate.
+"""Clips made from others: turning clips from straight ones (the same poses on a path that bends
+at a constant rate), and mirror images (left and right swapped).
 
 The shippable locomotion clips (walk, run, CMU 131_01) all go straight. A discriminator trained on
 them scores turning as unlike the data, so an ASE controller's latents can vary speed and gait but
@@ -14,11 +15,17 @@ With `pivot="stance_foot"` each frame's turn is made about the lower foot instea
 pivots on the planted foot: the pose turns at the same rate, the stance foot stays where it was
 planted (median 0 m/s, as in the straight clip) and the root swings round it, which lengthens
 its path (the walk clip's 3.90 m to 4.21 at 1 rad/s, 4.53 at 2).
+
+`mirror` reflects a clip in the vertical plane through the world x axis: a right turn becomes a
+left one with the same style, so a dataset can hold both directions of a motion recorded one way
+(an ASE controller's discriminator otherwise prefers whichever turn scores higher; docs/TASKS.md,
+"Recorded turns").
 """
 
 from __future__ import annotations
 
 import math
+import re
 
 import torch
 
@@ -86,3 +93,70 @@ def _pivot_on_stance_foot(clip: MotionClip, yaw: torch.Tensor) -> torch.Tensor:
     increments = _turn_xy(stance_xy[1:], yaw[:-1]) - _turn_xy(stance_xy[1:], yaw[1:])  # [T - 1, 2]
     shifts = torch.cat([torch.zeros_like(increments[:1]), torch.cumsum(increments, dim=0)])
     return _turn_xy(clip.root_translation[:, :2], yaw) + shifts
+
+
+# The reflection y -> -y: positions scale by (1, -1, 1); a rotation R becomes M R M with
+# M = diag(1, -1, 1), which for a quaternion (x, y, z, w) is (-x, y, -z, w).
+_MIRROR_POSITION = (1.0, -1.0, 1.0)
+_MIRROR_QUATERNION = (-1.0, 1.0, -1.0, 1.0)
+_OFFSET_TOLERANCE = 1e-3  # m: paired bone offsets must mirror each other this closely
+
+
+def mirror(clip: MotionClip) -> MotionClip:
+    """`clip` reflected in the world's xz plane, left and right joints swapped.
+
+    Local rotations `[T, J, 4]`: joint j takes its partner's rotation, reflected; root translation
+    `[T, 3]`: y negated. Raises MotionFileError unless the skeleton is left-right symmetric
+    (`mirror_partners`). Velocities are recomputed.
+    """
+    partners = mirror_partners(clip.skeleton)
+    flip_q = torch.tensor(_MIRROR_QUATERNION, dtype=clip.dtype, device=clip.device)
+    flip_p = torch.tensor(_MIRROR_POSITION, dtype=clip.dtype, device=clip.device)
+    local_rotation = clip.local_rotation[:, partners] * flip_q
+    return MotionClip(clip.skeleton, local_rotation, clip.root_translation * flip_p, clip.fps)
+
+
+def mirror_partners(skeleton) -> torch.Tensor:
+    """Index `[J]` of each joint's mirror image: the joint named with left and right swapped
+    (left_foot <-> right_foot, LeftUpLeg <-> RightUpLeg), else the joint itself. Checks that the
+    pairing keeps the tree (a partner's parent is the parent's partner) and that partners' bone
+    offsets mirror each other (a joint without a partner lies on the midplane)."""
+    names = skeleton.node_names
+    partners = []
+    for name in names:
+        swapped = _swap_sides(name)
+        if swapped != name and swapped not in names:
+            raise MotionFileError(f"mirror: joint {name!r} has no partner {swapped!r}; joints: {', '.join(names)}")
+        partners.append(names.index(swapped))
+    partners_t = torch.tensor(partners, dtype=torch.long)
+    parents = skeleton.parent_indices.tolist()
+    flip_p = torch.tensor(_MIRROR_POSITION, dtype=skeleton.local_translation.dtype)
+    offsets = skeleton.local_translation.cpu()
+    for j, k in enumerate(partners):
+        parent_partner = partners[parents[j]] if parents[j] >= 0 else -1
+        if parents[k] != parent_partner:
+            raise MotionFileError(
+                f"mirror: the skeleton is not left-right symmetric: joint {names[j]!r} hangs from "
+                f"{_name(names, parents[j])}, but its mirror image {names[k]!r} hangs from "
+                f"{_name(names, parents[k])}, not from {_name(names, parent_partner)}")
+        if (offsets[k] - offsets[j] * flip_p).abs().max() > _OFFSET_TOLERANCE:
+            raise MotionFileError(
+                f"mirror: the skeleton is not left-right symmetric: joint {names[j]!r} sits at "
+                f"{[round(v, 4) for v in offsets[j].tolist()]} from its parent, its mirror image "
+                f"{names[k]!r} at {[round(v, 4) for v in offsets[k].tolist()]}")
+    return partners_t
+
+
+def _swap_sides(name: str) -> str:
+    """left <-> right in a joint name, keeping the case (left_foot, LeftFoot, LEFT_FOOT)."""
+    def swap(match: re.Match) -> str:
+        word = match.group(0)
+        other = "right" if word.lower() == "left" else "left"
+        if word.isupper():
+            return other.upper()
+        return other.capitalize() if word[0].isupper() else other
+    return re.sub(r"left|right", swap, name, flags=re.IGNORECASE)
+
+
+def _name(names: list[str], index: int) -> str:
+    return repr(names[index]) if index >= 0 else "nothing (the root)"
