@@ -17,9 +17,8 @@ planted (median 0 m/s, as in the straight clip) and the root swings round it, wh
 its path (the walk clip's 3.90 m to 4.21 at 1 rad/s, 4.53 at 2).
 
 `mirror` reflects a clip in the vertical plane through the world x axis: a right turn becomes a
-left one with the same style, so a dataset can hold both directions of a motion recorded one way
-(an ASE controller's discriminator otherwise prefers whichever turn scores higher; docs/TASKS.md,
-"Recorded turns").
+left one with the same style, so a dataset can hold a motion recorded one way in both directions
+(docs/TASKS.md, "Recorded turns", measures what that does for an ASE controller).
 """
 
 from __future__ import annotations
