@@ -13,6 +13,7 @@ through the same loop as `train.py test=true` and print the same statistics and 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 from pathlib import Path
@@ -59,7 +60,9 @@ def main(argv=None) -> dict:
     torch.set_num_threads(int(cfg.torch_threads))
     env = build_env(cfg)
     policy = RandomLatentPolicy(env.action_space.shape[-1], args.seed, env.device)
-    stats = run_episodes(env, policy, cfg)
+    # run_episodes prints its key=value summary; with --json stdout holds only the JSON object
+    with contextlib.redirect_stdout(sys.stderr if args.json else sys.stdout):
+        stats = run_episodes(env, policy, cfg)
     env.close()
     result = {"task": args.task, "policy": "random latents", "llc_checkpoint": cfg.llc_checkpoint, **stats}
     if args.json:

@@ -161,13 +161,14 @@ def test_travel_tasks_default_to_the_walking_controller():
         assert shipped_models.shipped_llc_path("sword_shield", task) == sword_walk
 
 
-def test_random_high_level_policy_baseline(shipped):
+def test_random_high_level_policy_baseline(shipped, capsys):
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
     import hrl_random_policy
 
-    result = hrl_random_policy.main(["--task", "HumanoidLocation", "--episodes", "2", "--envs", "2",
+    result = hrl_random_policy.main(["--task", "HumanoidLocation", "--episodes", "2", "--envs", "2", "--json",
                                      f"llc_checkpoint={shipped / 'tiny_llc.pt'}", "num_threads=1",
                                      "task.env.max_episode_length=30"])
+    assert json.loads(capsys.readouterr().out) == json.loads(json.dumps(result))  # stdout: the JSON alone
     assert result["policy"] == "random latents" and result["episode/count"] >= 2
     assert 0.0 <= result["task/success_rate"] <= 1.0 and result["task/final_distance"] > 0.0
     policy = hrl_random_policy.RandomLatentPolicy(64, seed=0, device="cpu")
