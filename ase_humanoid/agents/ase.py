@@ -14,7 +14,10 @@ from ase_humanoid.agents.amp import (AMPAgent, DemoFetcher, DemoKeySource, input
                                      style_reward)
 from ase_humanoid.agents.config import ASEConfig
 from ase_humanoid.agents.networks import Discriminator, LatentActor, ValueNet, sum_of_squares
+from ase_humanoid.agents.normalizer import RunningMeanStd
 from ase_humanoid.agents.ppo import masked_mean
+from ase_humanoid.errors import ConfigError
+from ase_humanoid.robots.mirror import SignedPermutation
 
 
 def sample_unit_latents(n: int, dim: int, generator: torch.Generator,
@@ -46,6 +49,17 @@ def diversity_loss(mu: torch.Tensor, mu_other: torch.Tensor, z: torch.Tensor,
     return (target - a_diff / (z_diff + 1e-5)).square()
 
 
+def mirror_latents(z: torch.Tensor) -> torch.Tensor:
+    """The latent of a skill's mirror image, `[n, D] -> [n, D]`: the first D // 2 coordinates
+    negated (an orthogonal involution, so unit latents stay unit and mirroring twice is the
+    identity). With the mirror loss the latents whose first half is zero are the skills that are
+    their own mirror image (walking straight), and the sign of the first half says which way the
+    others lean (turning left or right)."""
+    flip = torch.ones(z.shape[-1], device=z.device, dtype=z.dtype)
+    flip[: z.shape[-1] // 2] = -1.0
+    return z * flip
+
+
 def uniformity_loss(enc: torch.Tensor) -> torch.Tensor:
     """log mean over pairs of exp(-2 ||e_i - e_j||^2) (Wang & Isola), `[n, D] -> []`."""
     return torch.pdist(enc).square().mul(-2.0).exp().mean().log()
@@ -64,9 +78,15 @@ class ASEAgent(AMPAgent):
 
     def __init__(self, obs_dim: int, action_dim: int, amp_obs_dim: int, num_envs: int,
                  fetch_amp_obs_demo: DemoFetcher, config: ASEConfig | None = None,
-                 device: str | torch.device = "cpu", demo_keys: DemoKeySource | None = None):
+                 device: str | torch.device = "cpu", demo_keys: DemoKeySource | None = None,
+                 mirror_maps: dict[str, SignedPermutation] | None = None):
         super().__init__(obs_dim, action_dim, amp_obs_dim, num_envs, fetch_amp_obs_demo,
                          config, device, demo_keys)
+        if self.config.mirror_coef != 0.0 and mirror_maps is None:
+            raise ConfigError("train.params.mirror_coef needs the env's mirror maps (env.mirror_maps()), "
+                              "which this agent was built without")
+        # "obs", "amp_obs", "actions" (see envs.Humanoid.mirror_maps)
+        self.mirror_maps = None if mirror_maps is None else {k: m.to(self.device) for k, m in mirror_maps.items()}
         self.latent_dim = self.config.latent_dim
         self.latents = self.sample_latents(num_envs)  # [N, latent_dim]
         self.latent_steps_left = self._sample_latent_steps(num_envs)  # [N]
@@ -222,7 +242,27 @@ class ASEAgent(AMPAgent):
                               mb["sampled"])
             loss = loss + cfg.amp_diversity_bonus * div
             stats["diversity_loss"] = div.item()
+        if cfg.mirror_coef != 0.0:
+            actor_sym, enc_sym = self._mirror_losses(obs_n, mu, cond["latents"], agent_amp_n, enc)
+            loss = loss + cfg.mirror_coef * (actor_sym + enc_sym)
+            stats["mirror_actor_loss"] = actor_sym.item()
+            stats["mirror_enc_loss"] = enc_sym.item()
         return loss, stats
+
+    def _mirror_losses(self, obs_n, mu, z, amp_n, enc) -> tuple[torch.Tensor, torch.Tensor]:
+        """Left-right symmetry losses (Yu et al. 2018, with the latent mirrored too): the actor's
+        mean for the mirrored state and mirrored latent is the mirrored mean, and the encoder
+        reads the mirrored motion as the mirrored latent. Mean squared errors, `[]` each.
+
+        obs_n `[n, obs_dim]`, mu `[n, A]`, z `[n, D]`, amp_n `[m, amp_obs_dim]` (normalised),
+        enc `[m, D]` (the encoder's outputs for amp_n, in the graph)."""
+        maps, cfg = self.mirror_maps, self.config
+        obs_m = _mirror_normalised(obs_n, maps["obs"], self.obs_norm if cfg.normalize_input else None)
+        mu_m = self.actor(obs_m, mirror_latents(z))
+        actor_sym = (mu_m - maps["actions"](mu)).square().mean()
+        amp_m = _mirror_normalised(amp_n, maps["amp_obs"], self.amp_norm if cfg.normalize_amp_input else None)
+        enc_sym = (self.disc.encode(amp_m) - mirror_latents(enc)).square().sum(-1).mean()
+        return actor_sym, enc_sym
 
     # ----------------------------------------------------------------- checkpoints
     def state_dict(self, include_buffers: bool | None = None) -> dict[str, Any]:
@@ -237,3 +277,11 @@ class ASEAgent(AMPAgent):
         self.latents.copy_(state["latents"])
         self.latent_steps_left.copy_(state["latent_steps_left"])
         self.latents_fixed = state["latents_fixed"]
+
+
+def _mirror_normalised(x_n: torch.Tensor, mirror: SignedPermutation, norm: RunningMeanStd | None) -> torch.Tensor:
+    """The normalised mirror image of normalised inputs `[n, k]`: the normaliser's statistics
+    need not be symmetric, so the mirror acts on the raw values."""
+    if norm is None:
+        return mirror(x_n)
+    return norm.normalize(mirror(norm.denormalize(x_n)))

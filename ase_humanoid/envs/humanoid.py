@@ -59,6 +59,7 @@ from ase_humanoid.envs.reset_pool import DrawAhead
 from ase_humanoid.errors import ConfigError
 from ase_humanoid.robots.description import load_robot, load_robot_config, robot_names
 from ase_humanoid.robots.kinematics import ArticulationState, articulation_state, body_state_from_qpos
+from ase_humanoid.robots.mirror import SignedPermutation, robot_mirror
 from ase_humanoid.sim.base import PHYSICS_DT, PropSpec
 from ase_humanoid.sim.factory import make_backend
 from ase_humanoid.terrain import FlatGround, HeightMap, build_terrain, height_scan, height_scan_offsets, terrain_config
@@ -510,6 +511,20 @@ class Humanoid:
         s = self.sim.state
         root_pos, root_rot = (s.root_pos, s.root_rot) if env_ids is None else (s.root_pos[env_ids], s.root_rot[env_ids])
         return height_scan(self.ground, root_pos, calc_heading(root_rot), self.scan_offsets)
+
+    def mirror_maps(self) -> dict[str, SignedPermutation]:
+        """Signed permutations taking this env's policy observations ("obs"), AMP observation
+        histories ("amp_obs", newest first) and actions ("actions") to their left-right mirror
+        images, for symmetry losses. ModelError unless the humanoid is symmetric
+        (`robots.mirror.robot_mirror`); ConfigError when the observation holds task or height-scan
+        terms, which have no mirror map."""
+        if self.task_obs_size or self.scan_offsets is not None:
+            raise ConfigError(f"{type(self).__name__}: mirror maps cover the humanoid's own observation only; "
+                              "this env adds task or height-scan terms")
+        mirror = robot_mirror(self.robot)
+        return {"obs": obs_fn.policy_obs_mirror(mirror),
+                "amp_obs": obs_fn.amp_obs_mirror(self.robot, mirror, self.robot.key_body_ids, self.num_amp_obs_steps),
+                "actions": mirror.dofs}
 
     def amp_obs_from_sim(self, env_ids: torch.Tensor | None = None) -> torch.Tensor:
         """Current AMP observation step `[n, per_step]` from the simulator state."""

@@ -32,6 +32,12 @@ import torch
 
 from ase_humanoid.robots.description import RobotDescription
 from ase_humanoid.robots.kinematics import dof_pos_to_local_rot
+from ase_humanoid.robots.mirror import (
+    PSEUDO_REFLECTION,
+    REFLECTION,
+    RobotMirror,
+    SignedPermutation,
+)
 from ase_humanoid.utils import rotations as rot
 
 
@@ -162,6 +168,42 @@ def humanoid_observations(
                      rot.quat_to_tan_norm(joint_rot).reshape(n, 6 * joint_rot.shape[1]), joint_vel,
                      local[:, policy_rows:].reshape(n, 3 * len(key_body_ids))], dim=-1)
     return policy, amp
+
+
+def policy_obs_mirror(mirror: RobotMirror) -> SignedPermutation:
+    """The policy observation of a mirrored humanoid as a signed permutation of the original's
+    (`policy_observation`'s layout, either root rotation): partner bodies' rows, positions and
+    tangent/normal axes reflected, angular velocities reflected as pseudo-vectors."""
+    bodies = mirror.body_partners
+    tangent_normal = torch.stack([2 * bodies, 2 * bodies + 1], dim=-1).reshape(-1)
+    return SignedPermutation.cat(
+        SignedPermutation.identity(1),  # root height
+        SignedPermutation.of_vectors(bodies[1:] - 1, REFLECTION),  # non-root positions (root -> root)
+        SignedPermutation.of_vectors(tangent_normal, REFLECTION),
+        SignedPermutation.of_vectors(bodies, REFLECTION),  # linear velocities
+        SignedPermutation.of_vectors(bodies, PSEUDO_REFLECTION),  # angular velocities
+    )
+
+
+def amp_obs_mirror(robot: RobotDescription, mirror: RobotMirror, key_body_ids: list[int],
+                   steps: int = 1) -> SignedPermutation:
+    """The AMP observation history `[steps * per_step]` of a mirrored humanoid as a signed
+    permutation of the original's (`amp_observation`'s layout, per step)."""
+    joint_bodies = list(robot.dof_body_ids)
+    joints = torch.tensor([joint_bodies.index(int(mirror.body_partners[b])) for b in joint_bodies])
+    keys = torch.tensor([list(key_body_ids).index(int(mirror.body_partners[k])) for k in key_body_ids])
+    joint_tan_norm = torch.stack([2 * joints, 2 * joints + 1], dim=-1).reshape(-1)
+    root = torch.zeros(1, dtype=torch.long)
+    one_step = SignedPermutation.cat(
+        SignedPermutation.identity(1),  # root height
+        SignedPermutation.of_vectors(torch.tensor([0, 1]), REFLECTION),  # root tangent, normal
+        SignedPermutation.of_vectors(root, REFLECTION),  # root linear velocity
+        SignedPermutation.of_vectors(root, PSEUDO_REFLECTION),  # root angular velocity
+        SignedPermutation.of_vectors(joint_tan_norm, REFLECTION),
+        mirror.dofs,  # joint velocities: hinge rates, and ball joints' x, y, z like their hinges
+        SignedPermutation.of_vectors(keys, REFLECTION),
+    )
+    return SignedPermutation.cat(*[one_step] * steps)
 
 
 def flatten_amp_history(history: torch.Tensor) -> torch.Tensor:

@@ -24,12 +24,12 @@ left one with the same style, so a dataset can hold a motion recorded one way in
 from __future__ import annotations
 
 import math
-import re
 
 import torch
 
 from ase_humanoid.errors import MotionFileError
 from ase_humanoid.motion.clip import MotionClip
+from ase_humanoid.robots.mirror import swap_sides
 from ase_humanoid.utils import rotations as rot
 
 # rad/s: a walking person turns at up to about 1-2 rad/s; beyond this the stance foot would slide
@@ -123,7 +123,7 @@ def mirror_partners(skeleton) -> torch.Tensor:
     names = skeleton.node_names
     partners = []
     for name in names:
-        swapped = _swap_sides(name)
+        swapped = swap_sides(name)
         if swapped != name and swapped not in names:
             raise MotionFileError(f"mirror: joint {name!r} has no partner {swapped!r}; joints: {', '.join(names)}")
         partners.append(names.index(swapped))
@@ -144,17 +144,6 @@ def mirror_partners(skeleton) -> torch.Tensor:
                 f"{[round(v, 4) for v in offsets[j].tolist()]} from its parent, its mirror image "
                 f"{names[k]!r} at {[round(v, 4) for v in offsets[k].tolist()]}")
     return partners_t
-
-
-def _swap_sides(name: str) -> str:
-    """left <-> right in a joint name, keeping the case (left_foot, LeftFoot, LEFT_FOOT)."""
-    def swap(match: re.Match) -> str:
-        word = match.group(0)
-        other = "right" if word.lower() == "left" else "left"
-        if word.isupper():
-            return other.upper()
-        return other.capitalize() if word[0].isupper() else other
-    return re.sub(r"left|right", swap, name, flags=re.IGNORECASE)
 
 
 def _name(names: list[str], index: int) -> str:

@@ -1,0 +1,135 @@
+"""Left-right mirror images of a humanoid's bodies and hinges.
+
+The mirror is the reflection y -> -y (the sagittal plane of a character facing +x) with left and
+right swapped. A vector v becomes M v with M = diag(1, -1, 1); a rotation R becomes M R M, and
+a turn by theta about axis a becomes a turn by theta about -M a. So hinge d of a symmetric
+humanoid maps onto its partner (left <-> right in its name, else itself) with the sign
+dot(partner axis, -M a): for the x, y, z hinges of a ball joint -1, +1, -1.
+
+Every quantity the envs produce (states, actions, observations) mirrors by a signed permutation
+of its entries, `SignedPermutation`; the observation layouts build theirs in
+`envs.observations`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import torch
+
+from ase_humanoid.errors import ModelError
+
+REFLECTION = (1.0, -1.0, 1.0)  # M: positions, linear velocities, rotation axes' images
+PSEUDO_REFLECTION = (-1.0, 1.0, -1.0)  # -M: angular velocities (and axes of mirrored turns)
+_TOLERANCE = 1e-4  # paired offsets, axes, limits and gains must mirror each other this closely
+
+
+@dataclass(frozen=True)
+class SignedPermutation:
+    """x -> x[..., index] * sign: the mirror image of a vector laid out as `index` says.
+
+    index `[n]` long (the entry each output entry reads), sign `[n]` (+1 or -1).
+    """
+
+    index: torch.Tensor
+    sign: torch.Tensor
+
+    def __call__(self, x: torch.Tensor) -> torch.Tensor:
+        """The mirror image of `x [..., n]`."""
+        return x.index_select(-1, self.index.to(x.device)) * self.sign.to(device=x.device, dtype=x.dtype)
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+    def to(self, device) -> "SignedPermutation":
+        return SignedPermutation(self.index.to(device), self.sign.to(device))
+
+    @staticmethod
+    def of_vectors(partners: torch.Tensor, signs: tuple[float, float, float]) -> "SignedPermutation":
+        """Rows of 3-vectors `[k * 3]` (row i the partner of row partners[i]), each entry scaled by `signs`."""
+        index = (3 * partners.long().unsqueeze(-1) + torch.arange(3)).reshape(-1)
+        return SignedPermutation(index, torch.tensor(signs).repeat(len(partners)))
+
+    @staticmethod
+    def cat(*parts: "SignedPermutation") -> "SignedPermutation":
+        """The permutation of the concatenation of vectors laid out as `parts`, in order."""
+        indices, offset = [], 0
+        for part in parts:
+            indices.append(part.index + offset)
+            offset += len(part)
+        return SignedPermutation(torch.cat(indices), torch.cat([p.sign for p in parts]))
+
+    @staticmethod
+    def identity(n: int) -> "SignedPermutation":
+        return SignedPermutation(torch.arange(n), torch.ones(n))
+
+
+@dataclass(frozen=True)
+class RobotMirror:
+    """How a symmetric humanoid's bodies and hinges map onto their mirror images."""
+
+    body_partners: torch.Tensor  # [B] long
+    dofs: SignedPermutation  # [D]: hinge angles, rates, PD targets and actions alike
+
+
+def swap_sides(name: str) -> str:
+    """left <-> right in a name, keeping the case (left_foot, LeftFoot, LEFT_FOOT)."""
+    def swap(match: re.Match) -> str:
+        word = match.group(0)
+        other = "right" if word.lower() == "left" else "left"
+        if word.isupper():
+            return other.upper()
+        return other.capitalize() if word[0].isupper() else other
+    return re.sub(r"left|right", swap, name, flags=re.IGNORECASE)
+
+
+def partner_indices(names: list[str], what: str) -> torch.Tensor:
+    """Index `[n]` of each name's partner (left <-> right swapped; itself without either word).
+    ModelError naming the first name whose partner is missing."""
+    partners = []
+    for name in names:
+        swapped = swap_sides(name)
+        if swapped not in names:
+            raise ModelError(f"mirror: {what} {name!r} has no partner {swapped!r}; {what}s: {', '.join(names)}")
+        partners.append(names.index(swapped))
+    return torch.tensor(partners, dtype=torch.long)
+
+
+def robot_mirror(robot) -> RobotMirror:
+    """The mirror map of `robot` (a RobotDescription). ModelError, naming the part, unless the
+    humanoid is left-right symmetric: every body and hinge has a partner, partners hang from
+    partners at mirrored offsets, and partner hinges have mirrored axes, limits and gains."""
+    bodies = partner_indices(robot.body_names, "body")
+    parents = robot.parent_indices.cpu()
+    offsets = robot.local_translation.cpu()
+    reflection = torch.tensor(REFLECTION, dtype=offsets.dtype)
+    for b, p in enumerate(bodies.tolist()):
+        parent_partner = bodies[parents[b]] if parents[b] >= 0 else -1
+        if parents[p] != parent_partner:
+            raise ModelError(f"mirror: body {robot.body_names[b]!r} and its partner {robot.body_names[p]!r} "
+                             "hang from bodies that are not partners")
+        if b != 0 and (offsets[p] - offsets[b] * reflection).abs().max() > _TOLERANCE:
+            raise ModelError(f"mirror: body {robot.body_names[b]!r} sits at {offsets[b].tolist()} from its parent, "
+                             f"its partner {robot.body_names[p]!r} at {offsets[p].tolist()}")
+    dofs = partner_indices(robot.dof_names, "hinge")
+    axes = robot.dof_axes.cpu()
+    signs = (axes[dofs] * (-reflection * axes)).sum(-1)
+    lower, upper = robot.dof_limits_lower.cpu(), robot.dof_limits_upper.cpu()
+    for d, p in enumerate(dofs.tolist()):
+        name, partner = robot.dof_names[d], robot.dof_names[p]
+        if abs(abs(float(signs[d])) - 1.0) > _TOLERANCE:
+            raise ModelError(f"mirror: hinge {name!r} turns about {axes[d].tolist()}, its partner {partner!r} "
+                             f"about {axes[p].tolist()}, which is not its mirror image")
+        sign = round(float(signs[d]))
+        # a mirrored hinge's range is its partner's, negated and swapped where the sign flips
+        mirrored = (lower[d], upper[d]) if sign > 0 else (-upper[d], -lower[d])
+        if abs(mirrored[0] - lower[p]) > _TOLERANCE or abs(mirrored[1] - upper[p]) > _TOLERANCE:
+            raise ModelError(f"mirror: hinge {name!r} has range [{lower[d]:.4f}, {upper[d]:.4f}], its partner "
+                             f"{partner!r} [{lower[p]:.4f}, {upper[p]:.4f}], not the mirror image")
+        for gain in ("kp", "kd", "effort_limit"):
+            values = getattr(robot, gain).cpu()
+            if abs(values[d] - values[p]) > _TOLERANCE * max(1.0, abs(float(values[d]))):
+                raise ModelError(f"mirror: hinge {name!r} has {gain} {float(values[d]):g}, its partner "
+                                 f"{partner!r} {float(values[p]):g}")
+    return RobotMirror(bodies, SignedPermutation(dofs, signs.round()))
