@@ -44,7 +44,7 @@ import numpy as np
 import torch
 from omegaconf import DictConfig, open_dict
 
-from ase_humanoid.agents.ase import sample_unit_latents
+from ase_humanoid.agents.ase import mirror_latents, sample_unit_latents
 from ase_humanoid.envs.humanoid_ase import head_body_index
 from ase_humanoid.envs.motion_quality import MotionQuality, clip_coverage, majority_clips, short_clip_names
 from ase_humanoid.errors import ConfigError
@@ -66,6 +66,8 @@ MIN_TRAVEL_M = 1.0
 """A latent has a direction of travel only if its root ends at least this far from its start."""
 SETTLE_S = 2.0
 """`steady_turn_rate` leaves out the first this many seconds: setting off from standing."""
+TURNING_THRESHOLD = 0.1
+"""rad/s: a latent whose steady turn rate is beyond this turns (right below -it, left above it)."""
 
 
 START_CHOICES = ("standing", "reference")
@@ -87,6 +89,9 @@ class SkillOptions:
     video_tiles: int = 16
     paths: str | None = None
     start: str = "standing"
+    # the second half of the latents the mirror images of the first (agents.ase.mirror_latents):
+    # a left-right symmetric controller turns each pair opposite ways
+    mirror_pairs: bool = False
 
     def __post_init__(self):
         if self.start not in START_CHOICES:
@@ -94,6 +99,8 @@ class SkillOptions:
         if self.num_latents < 1 or self.steps < 1 or self.getup_steps < 1:
             raise ConfigError(f"skill report: latents, steps and getup steps must be >= 1, got "
                               f"{self.num_latents}, {self.steps}, {self.getup_steps}")
+        if self.mirror_pairs and self.num_latents % 2:
+            raise ConfigError(f"skill report: mirror pairs need an even number of latents, got {self.num_latents}")
         if self.getup_episodes is None:
             self.getup_episodes = self.num_latents
         if self.getup_episodes < 0:
@@ -157,6 +164,20 @@ def direction_span(directions: torch.Tensor) -> float:
         return math.nan
     gaps = torch.cat([angles.diff(), (angles[:1] + 2 * math.pi) - angles[-1:]])
     return float(2 * math.pi - gaps.max())
+
+
+def mirror_pair_turns(steady_turn: torch.Tensor) -> dict:
+    """How far latent k and its mirror image k + K/2 turn opposite ways, from steady turn rates
+    `[K]`: `mean_abs_turn` (rad/s) against `mean_abs_asymmetry` = mean |t_k + t_k+K/2| (0 for a
+    left-right symmetric controller), over the pairs where neither fell early."""
+    half = steady_turn.numel() // 2
+    first, second = steady_turn[:half], steady_turn[half:]
+    both = torch.isfinite(first) & torch.isfinite(second)
+    if not bool(both.any()):
+        return {"pairs": 0, "mean_abs_turn": None, "mean_abs_asymmetry": None}
+    pairs = torch.cat([first[both], second[both]])
+    return {"pairs": int(both.sum()), "mean_abs_turn": float(pairs.abs().mean()),
+            "mean_abs_asymmetry": float((first[both] + second[both]).abs().mean())}
 
 
 def standing_thresholds(standing_body_pos: torch.Tensor, head_id: int,
@@ -396,6 +417,9 @@ def measure_skills(env, agent, getup_env, options: SkillOptions) -> dict:
     t0 = time.perf_counter()
     generator = torch.Generator(device=env.device).manual_seed(options.seed)
     latents = sample_unit_latents(options.num_latents, agent.latent_dim, generator, env.device)
+    if options.mirror_pairs:
+        half = options.num_latents // 2
+        latents[half:] = mirror_latents(latents[:half])
     quality = MotionQuality(env.motion_lib, env.key_body_ids)
     record = min(options.video_tiles, options.num_latents) if options.video else 0
     rollouts = roll_out_latents(env, agent, latents, options.steps, quality, record)
@@ -451,7 +475,11 @@ def build_report(rollouts: LatentRollouts, getup: GetupResult, clip_names: list[
         "turn_rate": spread(turn),
         "travel_direction": {**spread(directions), "span_rad": direction_span(directions),
                              "moved": int(moved.sum()), "min_distance_m": MIN_TRAVEL_M},
-        "steady_turn_rate": {**spread(steady_turn), "after_s": SETTLE_S},  # spread skips NaN
+        "steady_turn_rate": {**spread(steady_turn), "after_s": SETTLE_S,  # spread skips NaN
+                             "right": int((steady_turn < -TURNING_THRESHOLD).sum()),
+                             "left": int((steady_turn > TURNING_THRESHOLD).sum()),
+                             "threshold": TURNING_THRESHOLD},
+        "mirror_pairs": mirror_pair_turns(steady_turn) if options.mirror_pairs else None,
         "root_height": spread(height),
         "enc_z": float(rollouts.enc_z_sum.sum()) / total_used if total_used else None,
         "getup": {
@@ -512,6 +540,7 @@ def format_summary(report: dict) -> str:
         f"root height {ranged('root_height', 'm')}",
         f"  {travel_text(report['travel_direction'])}",
         f"  {steady_turn_text(report['steady_turn_rate'])}",
+        *mirror_pairs_lines(report.get("mirror_pairs")),
         "  root speed by skill, latents (clip): " + "; ".join(
             f"{short[name]} {skill_speed_text(entry)}"
             for name, entry in report["speed_by_skill"].items() if "mean_m_s" in entry),
@@ -534,8 +563,20 @@ def travel_text(travel: dict) -> str:
 def steady_turn_text(turn: dict) -> str:
     if math.isnan(turn["mean"]):
         return "turning once under way: no latent stayed up"
-    return (f"turning once under way (after {turn['after_s']:.0f} s, + left): {turn['mean']:+.2f} +- "
+    text = (f"turning once under way (after {turn['after_s']:.0f} s, + left): {turn['mean']:+.2f} +- "
             f"{turn['std']:.2f} rad/s [{turn['min']:+.2f}, {turn['max']:+.2f}]")
+    if "right" in turn:  # reports before 2026-12-07 lack the counts
+        text += f"; {turn['right']} latents turn right, {turn['left']} left (beyond {turn['threshold']:g} rad/s)"
+    return text
+
+
+def mirror_pairs_lines(pairs: dict | None) -> list[str]:
+    if not pairs:
+        return []
+    if not pairs["pairs"]:
+        return ["  mirror pairs: every pair had a latent fall early"]
+    return [f"  mirror pairs ({pairs['pairs']}): turning {pairs['mean_abs_turn']:.2f} rad/s on average, "
+            f"|turn + mirror's turn| {pairs['mean_abs_asymmetry']:.2f} (0 = symmetric)"]
 
 
 def skill_speed_text(entry: dict) -> str:

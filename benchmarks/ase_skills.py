@@ -45,6 +45,9 @@ def parse_args(argv=None) -> argparse.Namespace:
                              "(moving; with motion_file=<clip> of one clip)")
     parser.add_argument("--every", type=int, default=None,
                         help="on a run folder: measure each snapshot epoch_K.pt with K a multiple of this, as a table")
+    parser.add_argument("--mirror-pairs", action="store_true",
+                        help="the second half of the latents the mirror images of the first (a symmetric "
+                             "controller turns each pair opposite ways; reported as mirror_pairs)")
     parser.add_argument("overrides", nargs="*", help="extra train.py overrides (sim=..., device=...)")
     return parser.parse_args(argv)
 
@@ -84,7 +87,7 @@ def measure(args: argparse.Namespace) -> dict:
                            seed=args.seed, getup_episodes=args.getup_episodes,
                            getup_steps=max(1, round(args.getup_seconds / control_dt)),
                            video=args.video, video_tiles=args.video_tiles, paths=args.paths,
-                           start=args.start)
+                           start=args.start, mirror_pairs=args.mirror_pairs)
     return {"checkpoint": str(args.checkpoint), "epoch": epoch, **skill_report(cfg, options)}
 
 

@@ -22,6 +22,7 @@ from ase_humanoid.envs.motion_quality import (
     clip_of_frames,
     majority_clips,
 )
+from ase_humanoid.errors import ConfigError
 from ase_humanoid.motion.motion_lib import MotionLib
 from ase_humanoid.robots.description import load_robot
 from ase_humanoid.skills import (
@@ -34,6 +35,7 @@ from ase_humanoid.skills import (
     heading_change,
     is_standing,
     mean_turning_rate,
+    mirror_pair_turns,
     short_clip_names,
     skill_config,
     skill_speed_text,
@@ -180,6 +182,19 @@ def test_steady_turn_rate_leaves_out_the_set_off_and_the_steps_after_a_fall():
     assert math.isnan(rate[2])
 
 
+def test_mirror_pair_turns_compare_each_latent_with_its_mirror_image():
+    nan = math.nan
+    #                      first half: latents 0-3      second half: their mirror images
+    turns = torch.tensor([0.5, -0.2, nan, 0.3, -0.5, 0.1, 0.4, nan])
+    pairs = mirror_pair_turns(turns)
+    assert pairs["pairs"] == 2  # a pair with a latent that fell early is left out
+    assert pairs["mean_abs_turn"] == pytest.approx((0.5 + 0.2 + 0.5 + 0.1) / 4)
+    assert pairs["mean_abs_asymmetry"] == pytest.approx((0.0 + 0.1) / 2)
+    assert mirror_pair_turns(torch.tensor([nan, 0.2]))["pairs"] == 0
+    with pytest.raises(ConfigError, match="even number"):
+        SkillOptions(num_latents=5, mirror_pairs=True)
+
+
 def test_direction_span_is_the_smallest_arc_holding_every_direction():
     assert direction_span(torch.tensor([0.3, 0.3, 0.3])) == pytest.approx(0.0)
     assert direction_span(torch.tensor([-0.2, 0.5, math.nan])) == pytest.approx(0.7)
@@ -299,6 +314,7 @@ def test_command_reports_json_and_writes_video_and_paths(untrained_ase_checkpoin
     assert 0 <= travel["moved"] <= 4 and travel["min_distance_m"] == 1.0
     steady = report["steady_turn_rate"]  # 1 s rollouts: no latent gets past the 2 s of setting off
     assert steady["after_s"] == 2.0 and math.isnan(steady["mean"])
+    assert steady["right"] == steady["left"] == 0 and report["mirror_pairs"] is None
     assert all(rate is None for rate in report["per_latent"]["steady_turn_rate"])
     for key in ("skill", "root_speed", "turn_rate", "travel_direction", "steady_turn_rate", "root_height",
                 "key_body_error_cm", "enc_z", "fell", "fall_time_s"):

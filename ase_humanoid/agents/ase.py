@@ -252,14 +252,15 @@ class ASEAgent(AMPAgent):
     def _mirror_losses(self, obs_n, mu, z, amp_n, enc) -> tuple[torch.Tensor, torch.Tensor]:
         """Left-right symmetry losses (Yu et al. 2018, with the latent mirrored too): the actor's
         mean for the mirrored state and mirrored latent is the mirrored mean, and the encoder
-        reads the mirrored motion as the mirrored latent. Mean squared errors, `[]` each.
+        reads the mirrored motion as the mirrored latent. Squared errors summed over the output and
+        averaged over the samples, `[]` each (as Yu et al.'s, whose weight was 4).
 
         obs_n `[n, obs_dim]`, mu `[n, A]`, z `[n, D]`, amp_n `[m, amp_obs_dim]` (normalised),
         enc `[m, D]` (the encoder's outputs for amp_n, in the graph)."""
         maps, cfg = self.mirror_maps, self.config
         obs_m = _mirror_normalised(obs_n, maps["obs"], self.obs_norm if cfg.normalize_input else None)
         mu_m = self.actor(obs_m, mirror_latents(z))
-        actor_sym = (mu_m - maps["actions"](mu)).square().mean()
+        actor_sym = (mu_m - maps["actions"](mu)).square().sum(-1).mean()
         amp_m = _mirror_normalised(amp_n, maps["amp_obs"], self.amp_norm if cfg.normalize_amp_input else None)
         enc_sym = (self.disc.encode(amp_m) - mirror_latents(enc)).square().sum(-1).mean()
         return actor_sym, enc_sym
