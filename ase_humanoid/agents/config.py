@@ -173,8 +173,8 @@ class ASEConfig(AMPConfig):
     # optional, off in the release: uniformity loss on encoder outputs
     # (log mean exp(-2 ||e_i - e_j||^2) over pairs in the batch)
     latent_uniformity_coef: float = 0.0
-    # optional, not in the release: left-right symmetry loss on the actor and the encoder (see
-    # ASEAgent._mirror_losses); needs a symmetric humanoid and an observation without task terms
+    # optional, not in the release: left-right symmetry loss on the actor (see
+    # ASEAgent._mirror_loss); needs a symmetric humanoid and an observation without task terms
     mirror_coef: float = 0.0
 
     def validate(self) -> None:
