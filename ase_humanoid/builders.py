@@ -189,7 +189,7 @@ def build_agent(cfg: DictConfig, env, rank: int = 0):
                               f"train.params.task_reward_w ({config.task_reward_w} here): set it above 0 (2.0 in docs/TASKS.md)")
         return ASEAgent(obs_dim, action_dim, amp_obs_dim, env.num_envs, env.fetch_amp_obs_demo, config,
                         env.device, demo_keys=env,
-                        mirror_maps=env.mirror_maps() if config.mirror_coef != 0.0 else None)
+                        mirror_maps=env.mirror_maps() if config.symmetric_actor else None)
     from ase_humanoid.agents.hrl import HRLAgent
 
     return HRLAgent.from_llc_checkpoint(resolve_path(cfg.llc_checkpoint), env, config, device=env.device)

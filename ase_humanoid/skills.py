@@ -44,7 +44,8 @@ import numpy as np
 import torch
 from omegaconf import DictConfig, open_dict
 
-from ase_humanoid.agents.ase import mirror_latents, sample_unit_latents
+from ase_humanoid.agents.ase import sample_unit_latents
+from ase_humanoid.agents.networks import mirror_latents
 from ase_humanoid.envs.humanoid_ase import head_body_index
 from ase_humanoid.envs.motion_quality import MotionQuality, clip_coverage, majority_clips, short_clip_names
 from ase_humanoid.errors import ConfigError

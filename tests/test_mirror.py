@@ -4,13 +4,17 @@ is exactly symmetric (mirrored state and actions give the mirrored motion and ob
 from __future__ import annotations
 
 import dataclasses
+import math
 from pathlib import Path
 
 import pytest
 import torch
 
-from ase_humanoid.agents.ase import ASEAgent, mirror_latents
+from ase_humanoid.agents.ase import ASEAgent
 from ase_humanoid.agents.config import ASEConfig
+from ase_humanoid.agents.hrl import LowLevelController
+from ase_humanoid.agents.networks import mirror_latents
+from ase_humanoid.agents.normalizer import RunningMeanStd
 from ase_humanoid.envs import make_env
 from ase_humanoid.errors import ConfigError, ModelError
 from ase_humanoid.robots.description import load_robot
@@ -105,17 +109,17 @@ def test_mirror_maps_refuse_task_observations():
         env.mirror_maps()
 
 
-# ---- the ASE agent's symmetry loss -------------------------------------------------------------
+# ---- the symmetric ASE actor ----------------------------------------------------------------
 
 
 def small_ase(env, with_maps=True, **overrides):
     config = ASEConfig(**{**dict(actor_units=[32, 32], critic_units=[32], disc_units=[32, 16], style_units=[16],
-                                 latent_dim=4, horizon_length=4, minibatch_size=16, mini_epochs=1,
+                                 latent_dim=4, horizon_length=8, minibatch_size=16, mini_epochs=1,
                                  amp_obs_demo_buffer_size=64, amp_replay_buffer_size=48, amp_batch_size=16,
                                  amp_minibatch_size=16, learning_rate=1e-3, seed=3), **overrides})
-    maps = env.mirror_maps() if config.mirror_coef and with_maps else None
-    return ASEAgent(env.num_obs, env.num_actions, env.amp_observation_space.shape[-1], env.num_envs, env.fetch_amp_obs_demo,
-                    config, mirror_maps=maps)
+    maps = env.mirror_maps() if with_maps else None
+    return ASEAgent(env.num_obs, env.num_actions, env.amp_observation_space.shape[-1], env.num_envs,
+                    env.fetch_amp_obs_demo, config, mirror_maps=maps)
 
 
 def test_mirror_latents_is_an_orthogonal_involution():
@@ -125,42 +129,66 @@ def test_mirror_latents_is_an_orthogonal_involution():
     assert (mirror_latents(z)[:, :2] == -z[:, :2]).all() and (mirror_latents(z)[:, 2:] == z[:, 2:]).all()
 
 
-def test_mirror_loss_makes_the_actor_symmetric():
-    env = make_env("HumanoidASE", num_envs=8, motion_file=str(WALK), num_threads=1, seed=0)
-    with pytest.raises(ConfigError, match="mirror_coef"):
-        small_ase(env, mirror_coef=1.0, with_maps=False)
-    agent = small_ase(env, mirror_coef=1.0)
-    maps = env.mirror_maps()
-    # real states: the walk's reference states and a few random steps from them
-    obs = [env.reset()]
-    for _ in range(6):
-        obs.append(env.step(torch.rand(env.num_envs, env.num_actions) * 2 - 1)[0])
-    obs = torch.cat(obs)
-    agent.obs_norm.update(obs)
-    obs_n = agent._normalize_obs(obs)
-    z = agent.sample_latents(len(obs))
-    train, held_out = slice(0, 40), slice(40, None)
-
-    def asymmetry(rows):
-        """The mirrored state's action against the mirrored action, on raw observations."""
-        with torch.no_grad():
-            mirrored = agent.action_mean(maps["obs"](obs[rows]), mirror_latents(z[rows]))
-            return (mirrored - maps["actions"](agent.action_mean(obs[rows], z[rows]))).square().sum(-1).mean().item()
-
-    before = asymmetry(held_out)
-    optimiser = torch.optim.Adam(agent.actor.parameters(), lr=3e-3)
-    for _ in range(300):
-        loss = agent._mirror_loss(obs_n[train], agent.actor(obs_n[train], z[train]), z[train])
-        optimiser.zero_grad()
-        loss.backward()
-        optimiser.step()
-    after = asymmetry(held_out)
-    assert after < 0.1 * before, (before, after)
+def test_symmetrized_normaliser_holds_the_statistics_of_samples_and_mirror_images():
+    mirror = robot_mirror(load_robot("amp_humanoid")).dofs
+    x = torch.randn(500, len(mirror), dtype=torch.float64) * torch.linspace(0.5, 3.0, len(mirror)) + 0.7
+    norm, both = RunningMeanStd(len(mirror)), RunningMeanStd(len(mirror))
+    norm.update(x)
+    norm.symmetrize(mirror)
+    both.update(torch.cat([x, mirror(x)]))
+    torch.testing.assert_close(norm.mean, both.mean)
+    torch.testing.assert_close(norm.var, both.var)
+    # normalising commutes with mirroring now
+    torch.testing.assert_close(norm.normalize(mirror(x)), mirror(norm.normalize(x)))
 
 
-def test_mirror_loss_in_the_ase_update():
-    env = make_env("HumanoidASE", num_envs=4, motion_file=str(WALK), num_threads=1, seed=0)
-    agent = small_ase(env, mirror_coef=0.5)
+@pytest.fixture(scope="module")
+def walk_env():
+    return make_env("HumanoidASE", num_envs=2, motion_file=str(WALK), state_init="Default",
+                    enable_early_termination=False, num_threads=1, seed=0)
+
+
+def test_symmetric_actor_needs_the_mirror_maps(walk_env):
+    with pytest.raises(ConfigError, match="symmetric_actor"):
+        small_ase(walk_env, with_maps=False, symmetric_actor=True)
+
+
+def test_symmetric_controller_moves_mirror_worlds_as_mirror_images(walk_env):
+    """A world and its mirror image, driven by a symmetric actor with latents z and P z, stay
+    exact mirror images; a plain actor's do not. The LLC a task loads acts the same."""
+    env, maps = walk_env, walk_env.mirror_maps()
+    bodies = robot_mirror(env.robot).body_partners
+    plain = small_ase(env, symmetric_actor=False)
+    symmetric = small_ase(env, symmetric_actor=True)
+    symmetric.load_policy_state_dict(plain.state_dict())  # the same weights: plain and symmetric load alike
+    z = torch.nn.functional.normalize(torch.tensor([[0.9, -0.3, 0.2, 0.1]]), dim=-1)
+    latents = torch.cat([z, mirror_latents(z)])
+    reference = env.motion_lib.get_motion_state(torch.tensor([0]), torch.tensor([0.7]))
+    state = (reference.root_pos, reference.root_rot, reference.root_lin_vel, reference.root_ang_vel,
+             reference.dof_pos, reference.dof_vel)
+    mirrored = (state[0] * M, state[1] * QUAT_REFLECTION, state[2] * M, state[3] * -M,
+                maps["actions"](state[4]), maps["actions"](state[5]))
+
+    def mirror_error(agent, steps=20):
+        env.reset()
+        env.sim.set_robot_state(torch.arange(2), *[torch.cat(pair) for pair in zip(state, mirrored)])
+        obs = env.compute_observations()
+        for _ in range(steps):
+            obs = env.step(agent.action_mean(obs, latents))[0]
+        s = env.sim.state
+        return (s.body_pos[1] - (s.body_pos[0] * M)[bodies]).abs().max().item()
+
+    assert mirror_error(symmetric) < 1e-4
+    assert mirror_error(plain) > 1e-2
+    llc = LowLevelController.from_ase_state(symmetric.state_dict(), "amp_humanoid", "<test>")
+    obs = env.compute_observations()
+    torch.testing.assert_close(llc.actions(obs, latents), symmetric.action_mean(obs, latents))
+    torch.testing.assert_close(llc.actions_for_style(obs, llc.style(latents)), symmetric.action_mean(obs, latents))
+
+
+def test_symmetric_actor_trains_and_stays_symmetric(walk_env):
+    env, maps = walk_env, walk_env.mirror_maps()
+    agent = small_ase(env, symmetric_actor=True)
     obs = env.reset()
     for _ in range(agent.config.horizon_length):
         out = agent.act(obs)
@@ -168,4 +196,8 @@ def test_mirror_loss_in_the_ase_update():
         agent.record_transition(obs, out["actions"], reward, terminated, truncated, next_obs, info)
         obs = next_obs
     stats = agent.update()
-    assert stats["mirror_loss"] > 0
+    assert all(math.isfinite(v) for v in stats.values())
+    assert agent.obs_norm.count > 0
+    z = agent.sample_latents(len(obs))
+    torch.testing.assert_close(agent.action_mean(maps["obs"](obs), mirror_latents(z)),
+                               maps["actions"](agent.action_mean(obs, z)), atol=1e-5, rtol=0)

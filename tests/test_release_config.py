@@ -79,7 +79,7 @@ OURS_ONLY = {
     "style_init_scale": "initialisation in the release's network code",
     "enc_init_scale": "initialisation in the release's network code",
     "latent_uniformity_coef": "an extra loss of this project's, off (0.0) by default",
-    "mirror_coef": "an extra loss of this project's (left-right symmetry), off (0.0) by default",
+    "symmetric_actor": "this project's left-right symmetric actor, off (false) by default",
     "checkpoint_amp_buffers": "exact resume (docs/TASKS.md differences table); no release counterpart",
     "amp_replay_journal": "exact resume (docs/TASKS.md differences table); no release counterpart",
 }

@@ -14,7 +14,6 @@ from ase_humanoid.agents.amp import (AMPAgent, DemoFetcher, DemoKeySource, input
                                      style_reward)
 from ase_humanoid.agents.config import ASEConfig
 from ase_humanoid.agents.networks import Discriminator, LatentActor, ValueNet, sum_of_squares
-from ase_humanoid.agents.normalizer import RunningMeanStd
 from ase_humanoid.agents.ppo import masked_mean
 from ase_humanoid.errors import ConfigError
 from ase_humanoid.robots.mirror import SignedPermutation
@@ -49,17 +48,6 @@ def diversity_loss(mu: torch.Tensor, mu_other: torch.Tensor, z: torch.Tensor,
     return (target - a_diff / (z_diff + 1e-5)).square()
 
 
-def mirror_latents(z: torch.Tensor) -> torch.Tensor:
-    """The latent of a skill's mirror image, `[n, D] -> [n, D]`: the first D // 2 coordinates
-    negated (an orthogonal involution, so unit latents stay unit and mirroring twice is the
-    identity). With the mirror loss the latents whose first half is zero are the skills that are
-    their own mirror image (walking straight), and the sign of the first half says which way the
-    others lean (turning left or right)."""
-    flip = torch.ones(z.shape[-1], device=z.device, dtype=z.dtype)
-    flip[: z.shape[-1] // 2] = -1.0
-    return z * flip
-
-
 def uniformity_loss(enc: torch.Tensor) -> torch.Tensor:
     """log mean over pairs of exp(-2 ||e_i - e_j||^2) (Wang & Isola), `[n, D] -> []`."""
     return torch.pdist(enc).square().mul(-2.0).exp().mean().log()
@@ -82,11 +70,15 @@ class ASEAgent(AMPAgent):
                  mirror_maps: dict[str, SignedPermutation] | None = None):
         super().__init__(obs_dim, action_dim, amp_obs_dim, num_envs, fetch_amp_obs_demo,
                          config, device, demo_keys)
-        if self.config.mirror_coef != 0.0 and mirror_maps is None:
-            raise ConfigError("train.params.mirror_coef needs the env's mirror maps (env.mirror_maps()), "
-                              "which this agent was built without")
-        # "obs" and "actions" (see envs.Humanoid.mirror_maps)
-        self.mirror_maps = None if mirror_maps is None else {k: m.to(self.device) for k, m in mirror_maps.items()}
+        self.obs_mirror = None  # the symmetric actor's mirror of raw observations
+        if self.config.symmetric_actor:
+            if mirror_maps is None:
+                raise ConfigError("train.params.symmetric_actor needs the env's mirror maps (env.mirror_maps()), "
+                                  "which this agent was built without")
+            self.obs_mirror = mirror_maps["obs"].to(self.device)
+            # the normaliser's statistics become symmetric, so mirroring commutes with normalising
+            self.obs_norm.symmetrize(self.obs_mirror)
+            self.actor.make_symmetric(self.obs_mirror, mirror_maps["actions"])
         self.latent_dim = self.config.latent_dim
         self.latents = self.sample_latents(num_envs)  # [N, latent_dim]
         self.latent_steps_left = self._sample_latent_steps(num_envs)  # [N]
@@ -242,24 +234,12 @@ class ASEAgent(AMPAgent):
                               mb["sampled"])
             loss = loss + cfg.amp_diversity_bonus * div
             stats["diversity_loss"] = div.item()
-        if cfg.mirror_coef != 0.0:
-            mirror = self._mirror_loss(obs_n, mu, cond["latents"])
-            loss = loss + cfg.mirror_coef * mirror
-            stats["mirror_loss"] = mirror.item()
         return loss, stats
 
-    def _mirror_loss(self, obs_n: torch.Tensor, mu: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
-        """Left-right symmetry loss (Yu et al. 2018, with the latent mirrored too): the actor's
-        mean for the mirrored state and mirrored latent is pulled to the mirrored mean. Squared
-        error summed over the action dims and averaged over the samples, `[]` (Yu et al. weigh it
-        4). obs_n `[n, obs_dim]` (normalised), mu `[n, A]`, z `[n, D]`.
-
-        The encoder is left free: a loss making it read mirrored motion as the mirrored latent
-        was tried and let it collapse onto latents that are their own mirror image (enc . z fell
-        to 0 within 100 epochs), where the mutual-information reward vanishes."""
-        obs_m = _mirror_normalised(obs_n, self.mirror_maps["obs"], self.obs_norm if self.config.normalize_input else None)
-        mu_m = self.actor(obs_m, mirror_latents(z))
-        return (mu_m - self.mirror_maps["actions"](mu)).square().sum(-1).mean()
+    def _update_obs_norm(self, obs: torch.Tensor) -> None:
+        super()._update_obs_norm(obs)
+        if self.obs_mirror is not None:
+            self.obs_norm.symmetrize(self.obs_mirror)
 
     # ----------------------------------------------------------------- checkpoints
     def state_dict(self, include_buffers: bool | None = None) -> dict[str, Any]:
@@ -269,16 +249,14 @@ class ASEAgent(AMPAgent):
                       "latents_fixed": self.latents_fixed})
         return state
 
+    def load_policy_state_dict(self, state: dict[str, Any]) -> None:
+        super().load_policy_state_dict(state)
+        if self.obs_mirror is not None:  # weights of a plain actor start a symmetric one
+            self.obs_norm.symmetrize(self.obs_mirror)
+
     def load_state_dict(self, state: dict[str, Any]) -> None:
         super().load_state_dict(state)
         self.latents.copy_(state["latents"])
         self.latent_steps_left.copy_(state["latent_steps_left"])
         self.latents_fixed = state["latents_fixed"]
 
-
-def _mirror_normalised(x_n: torch.Tensor, mirror: SignedPermutation, norm: RunningMeanStd | None) -> torch.Tensor:
-    """The normalised mirror image of normalised inputs `[n, k]`: the normaliser's statistics
-    need not be symmetric, so the mirror acts on the raw values."""
-    if norm is None:
-        return mirror(x_n)
-    return norm.normalize(mirror(norm.denormalize(x_n)))

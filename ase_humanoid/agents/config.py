@@ -173,13 +173,12 @@ class ASEConfig(AMPConfig):
     # optional, off in the release: uniformity loss on encoder outputs
     # (log mean exp(-2 ||e_i - e_j||^2) over pairs in the batch)
     latent_uniformity_coef: float = 0.0
-    # optional, not in the release: left-right symmetry loss on the actor (see
-    # ASEAgent._mirror_loss); needs a symmetric humanoid and an observation without task terms
-    mirror_coef: float = 0.0
+    # optional, not in the release: the left-right symmetric actor (networks.LatentActor's
+    # make_symmetric); needs a symmetric humanoid and an observation without task terms
+    symmetric_actor: bool = False
 
     def validate(self) -> None:
         super().validate()
-        _check(self.mirror_coef >= 0.0, "mirror_coef", f"must be >= 0, got {self.mirror_coef}")
         _check(self.latent_dim > 0, "latent_dim", f"must be > 0, got {self.latent_dim}")
         _check(1 <= self.latent_steps_min < self.latent_steps_max, "latent_steps_min",
                f"need 1 <= latent_steps_min < latent_steps_max, got "

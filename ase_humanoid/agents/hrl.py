@@ -36,6 +36,8 @@ from ase_humanoid.agents.networks import Discriminator, GaussianActor, LatentAct
 from ase_humanoid.agents.normalizer import RunningMeanStd
 from ase_humanoid.agents.ppo import PPOAgent
 from ase_humanoid.errors import CheckpointError, ConfigError
+from ase_humanoid.robots.description import load_robot
+from ase_humanoid.robots.mirror import policy_obs_mirror, robot_mirror
 from ase_humanoid.utils.checkpoint import load_checkpoint
 
 
@@ -84,6 +86,8 @@ class LowLevelController(nn.Module):
                                   enc_dim=cfg.latent_dim, enc_init_scale=cfg.enc_init_scale)
         self.obs_norm = RunningMeanStd(obs_dim, clip=cfg.obs_clip)
         self.amp_norm = RunningMeanStd(amp_obs_dim, clip=cfg.obs_clip)
+        if cfg.symmetric_actor:
+            self.actor.make_symmetric(*_mirrors_of(robot_name, obs_dim, source))
         self.requires_grad_(False)
         self.eval()
 
@@ -141,6 +145,18 @@ class LowLevelController(nn.Module):
         llc.obs_norm.load_state_dict(agent_state["obs_norm"])
         llc.amp_norm.load_state_dict(agent_state["amp_norm"])
         return llc.to(device)
+
+
+def _mirrors_of(robot_name: str | None, obs_dim: int, source: str):
+    """The observation and action mirrors a symmetric LLC acts with, from its robot."""
+    if robot_name is None:
+        raise CheckpointError(f"{source}: a symmetric actor needs its robot's mirror, but the checkpoint names no robot")
+    mirror = robot_mirror(load_robot(robot_name))
+    obs_mirror = policy_obs_mirror(mirror)
+    if len(obs_mirror) != obs_dim:
+        raise CheckpointError(f"{source}: a symmetric actor's observation must be the humanoid's own "
+                              f"({len(obs_mirror)} numbers for {robot_name}), got {obs_dim}")
+    return obs_mirror, mirror.dofs
 
 
 def _robot_name(run_config: dict[str, Any] | None) -> str | None:

@@ -81,12 +81,29 @@ class ValueNet(nn.Module):
         return full_precision(self.out, self.mlp(x)).squeeze(-1)
 
 
+def mirror_latents(z: torch.Tensor) -> torch.Tensor:
+    """The latent of a skill's mirror image, `[n, D] -> [n, D]`: the first D // 2 coordinates
+    negated (an orthogonal involution: unit latents stay unit, mirroring twice is the identity).
+    Under a symmetric actor the latents whose first half is zero are the skills that are their
+    own mirror image (walking straight), and the first half says which way the others lean."""
+    flip = torch.ones(z.shape[-1], device=z.device, dtype=z.dtype)
+    flip[: z.shape[-1] // 2] = -1.0
+    return z * flip
+
+
 class LatentActor(nn.Module):
     """ASE actor: z -> style MLP -> tanh(linear) = style embedding, then MLP on [obs, style].
 
     `forward(obs [n, obs_dim], z [n, latent_dim]) -> mu [n, action_dim]`;
-    `forward_style(obs, style(z) [n, style_dim])` is the same with the embedding computed once
-    for a latent that holds over several steps.
+    `forward_style(obs, style(z))` is the same with the embedding computed once for a latent
+    that holds over several steps.
+
+    `make_symmetric(obs_mirror, action_mirror)` turns it into the left-right symmetric actor
+    mu_sym(s, z) = (mu(s, z) + A mu(M s, P z)) / 2, with M and A the mirror images of
+    (normalised) observations and actions and P = `mirror_latents`: then exactly
+    mu_sym(M s, P z) = A mu_sym(s, z), so the mirror image of every skill is another skill (the
+    group average of the plain actor; no weights change, so plain and symmetric checkpoints
+    load into each other). `style(z)` then holds the embeddings of z and of P z side by side.
     """
 
     def __init__(self, obs_dim: int, latent_dim: int, action_dim: int, units: list[int],
@@ -97,19 +114,45 @@ class LatentActor(nn.Module):
         self.style_out = _uniform_linear(style_units[-1], style_dim, style_init_scale)
         self.body = GaussianActor(obs_dim + style_dim, action_dim, units, activation,
                                   init_log_std, learn_log_std)
+        self.symmetric = False
 
     @property
     def log_std(self) -> torch.Tensor:
         return self.body.log_std
 
-    def style(self, z: torch.Tensor) -> torch.Tensor:
+    def make_symmetric(self, obs_mirror, action_mirror) -> None:
+        """Act as the symmetric actor from now on (see the class docstring). `obs_mirror`,
+        `action_mirror`: robots.mirror.SignedPermutation of the (normalised) observation and the
+        action. Kept as buffers left out of the state dict: they come from the robot."""
+        device = self.style_out.weight.device
+        for name, mirror in (("obs", obs_mirror), ("action", action_mirror)):
+            self.register_buffer(f"{name}_mirror_index", mirror.index.to(device), persistent=False)
+            self.register_buffer(f"{name}_mirror_sign", mirror.sign.to(device), persistent=False)
+        self.symmetric = True
+
+    def _mirror(self, x: torch.Tensor, name: str) -> torch.Tensor:
+        index, sign = getattr(self, f"{name}_mirror_index"), getattr(self, f"{name}_mirror_sign")
+        return x.index_select(-1, index) * sign.to(x.dtype)
+
+    def _plain_style(self, z: torch.Tensor) -> torch.Tensor:
         return torch.tanh(self.style_out(self.style_mlp(z)))
+
+    def style(self, z: torch.Tensor) -> torch.Tensor:
+        """`[n, style_dim]`, or `[n, 2 style_dim]` (z's and its mirror image's) when symmetric."""
+        if not self.symmetric:
+            return self._plain_style(z)
+        return torch.cat([self._plain_style(z), self._plain_style(mirror_latents(z))], dim=-1)
 
     def forward(self, obs: torch.Tensor, z: torch.Tensor) -> torch.Tensor:
         return self.forward_style(obs, self.style(z))
 
     def forward_style(self, obs: torch.Tensor, style: torch.Tensor) -> torch.Tensor:
-        return self.body(torch.cat([obs, style], dim=-1))
+        if not self.symmetric:
+            return self.body(torch.cat([obs, style], dim=-1))
+        own, mirrored = style.chunk(2, dim=-1)
+        mu = self.body(torch.cat([obs, own], dim=-1))
+        mu_of_mirror = self.body(torch.cat([self._mirror(obs, "obs"), mirrored], dim=-1))
+        return 0.5 * (mu + self._mirror(mu_of_mirror, "action"))
 
 
 class Discriminator(nn.Module):

@@ -57,6 +57,17 @@ class RunningMeanStd(nn.Module):
         self.var.copy_(m2 / total)
         self.count.copy_(total)
 
+    @torch.no_grad()
+    def symmetrize(self, mirror) -> None:
+        """Make the statistics those of the samples seen together with their mirror images:
+        `mirror` maps a vector `[*shape]` to its image by a signed permutation of its entries
+        (robots.mirror.SignedPermutation). Afterwards normalising a mirror image gives the mirror
+        image of the normalised vector exactly, so a policy can mirror normalised observations."""
+        mirrored_mean = mirror(self.mean)
+        mirrored_var = mirror(self.var).abs()  # variances permute; their signs do not flip
+        self.var.copy_(0.5 * (self.var + mirrored_var) + 0.25 * (self.mean - mirrored_mean).square())
+        self.mean.copy_(0.5 * (self.mean + mirrored_mean))
+
     def normalize(self, x: torch.Tensor) -> torch.Tensor:
         """(x - mean) / sqrt(var + eps), clamped to +-clip when set; keeps x's dtype."""
         mean = self.mean.to(x.dtype)

@@ -249,12 +249,16 @@ class PPOAgent:
     def _normalize_obs(self, obs: torch.Tensor) -> torch.Tensor:
         return self.obs_norm.normalize(obs) if self.config.normalize_input else obs
 
+    def _update_obs_norm(self, obs: torch.Tensor) -> None:
+        """Fold observations `[n, obs_dim]` into the input normaliser's statistics."""
+        self.obs_norm.update(obs)
+
     def _normalize_training_obs(self, obs: torch.Tensor) -> torch.Tensor:
         """`_normalize_obs` of a training minibatch `[n, obs_dim]`; with normalizer_update
         per_minibatch the minibatch joins the statistics first (the release's normaliser in
         training mode)."""
         if self.config.normalize_input and self.config.normalizer_update == "per_minibatch":
-            self.obs_norm.update(obs)
+            self._update_obs_norm(obs)
         return self._normalize_obs(obs)
 
     def _denormalize_value(self, v: torch.Tensor) -> torch.Tensor:
@@ -442,7 +446,7 @@ class PPOAgent:
             # per_epoch: new statistics apply from the next rollout on, so log-probs stored during
             # this rollout stay those of the policy that acted (per_minibatch learnt in _loss)
             if cfg.normalize_input and cfg.normalizer_update == "per_epoch":
-                self.obs_norm.update(self.rollout.flat("obs"))
+                self._update_obs_norm(self.rollout.flat("obs"))
             self._after_update(stats)
         self.rollout.reset()
         self.epoch += 1

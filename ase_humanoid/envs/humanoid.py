@@ -59,7 +59,7 @@ from ase_humanoid.envs.reset_pool import DrawAhead
 from ase_humanoid.errors import ConfigError
 from ase_humanoid.robots.description import load_robot, load_robot_config, robot_names
 from ase_humanoid.robots.kinematics import ArticulationState, articulation_state, body_state_from_qpos
-from ase_humanoid.robots.mirror import SignedPermutation, robot_mirror
+from ase_humanoid.robots.mirror import SignedPermutation, policy_obs_mirror, robot_mirror
 from ase_humanoid.sim.base import PHYSICS_DT, PropSpec
 from ase_humanoid.sim.factory import make_backend
 from ase_humanoid.terrain import FlatGround, HeightMap, build_terrain, height_scan, height_scan_offsets, terrain_config
@@ -522,7 +522,7 @@ class Humanoid:
             raise ConfigError(f"{type(self).__name__}: mirror maps cover the humanoid's own observation only; "
                               "this env adds task or height-scan terms")
         mirror = robot_mirror(self.robot)
-        return {"obs": obs_fn.policy_obs_mirror(mirror),
+        return {"obs": policy_obs_mirror(mirror),
                 "amp_obs": obs_fn.amp_obs_mirror(self.robot, mirror, self.robot.key_body_ids, self.num_amp_obs_steps),
                 "actions": mirror.dofs}
 

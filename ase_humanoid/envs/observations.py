@@ -170,21 +170,6 @@ def humanoid_observations(
     return policy, amp
 
 
-def policy_obs_mirror(mirror: RobotMirror) -> SignedPermutation:
-    """The policy observation of a mirrored humanoid as a signed permutation of the original's
-    (`policy_observation`'s layout, either root rotation): partner bodies' rows, positions and
-    tangent/normal axes reflected, angular velocities reflected as pseudo-vectors."""
-    bodies = mirror.body_partners
-    tangent_normal = torch.stack([2 * bodies, 2 * bodies + 1], dim=-1).reshape(-1)
-    return SignedPermutation.cat(
-        SignedPermutation.identity(1),  # root height
-        SignedPermutation.of_vectors(bodies[1:] - 1, REFLECTION),  # non-root positions (root -> root)
-        SignedPermutation.of_vectors(tangent_normal, REFLECTION),
-        SignedPermutation.of_vectors(bodies, REFLECTION),  # linear velocities
-        SignedPermutation.of_vectors(bodies, PSEUDO_REFLECTION),  # angular velocities
-    )
-
-
 def amp_obs_mirror(robot: RobotDescription, mirror: RobotMirror, key_body_ids: list[int],
                    steps: int = 1) -> SignedPermutation:
     """The AMP observation history `[steps * per_step]` of a mirrored humanoid as a signed

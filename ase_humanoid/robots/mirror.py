@@ -42,17 +42,17 @@ class SignedPermutation:
     def __len__(self) -> int:
         return len(self.index)
 
-    def to(self, device) -> "SignedPermutation":
+    def to(self, device) -> SignedPermutation:
         return SignedPermutation(self.index.to(device), self.sign.to(device))
 
     @staticmethod
-    def of_vectors(partners: torch.Tensor, signs: tuple[float, float, float]) -> "SignedPermutation":
+    def of_vectors(partners: torch.Tensor, signs: tuple[float, float, float]) -> SignedPermutation:
         """Rows of 3-vectors `[k * 3]` (row i the partner of row partners[i]), each entry scaled by `signs`."""
         index = (3 * partners.long().unsqueeze(-1) + torch.arange(3)).reshape(-1)
         return SignedPermutation(index, torch.tensor(signs).repeat(len(partners)))
 
     @staticmethod
-    def cat(*parts: "SignedPermutation") -> "SignedPermutation":
+    def cat(*parts: SignedPermutation) -> SignedPermutation:
         """The permutation of the concatenation of vectors laid out as `parts`, in order."""
         indices, offset = [], 0
         for part in parts:
@@ -61,7 +61,7 @@ class SignedPermutation:
         return SignedPermutation(torch.cat(indices), torch.cat([p.sign for p in parts]))
 
     @staticmethod
-    def identity(n: int) -> "SignedPermutation":
+    def identity(n: int) -> SignedPermutation:
         return SignedPermutation(torch.arange(n), torch.ones(n))
 
 
@@ -133,3 +133,20 @@ def robot_mirror(robot) -> RobotMirror:
                 raise ModelError(f"mirror: hinge {name!r} has {gain} {float(values[d]):g}, its partner "
                                  f"{partner!r} {float(values[p]):g}")
     return RobotMirror(bodies, SignedPermutation(dofs, signs.round()))
+
+
+def policy_obs_mirror(mirror: RobotMirror) -> SignedPermutation:
+    """The policy observation of a mirrored humanoid as a signed permutation of the original's
+    (the layout of `envs.observations.policy_observation`, either root rotation: root height,
+    then rows of 3-vectors per body): partner bodies' rows, positions and tangent/normal axes
+    reflected, angular velocities reflected as pseudo-vectors. Here, below the envs and agents,
+    because a symmetric low-level controller needs it without an env."""
+    bodies = mirror.body_partners
+    tangent_normal = torch.stack([2 * bodies, 2 * bodies + 1], dim=-1).reshape(-1)
+    return SignedPermutation.cat(
+        SignedPermutation.identity(1),  # root height
+        SignedPermutation.of_vectors(bodies[1:] - 1, REFLECTION),  # non-root positions (root -> root)
+        SignedPermutation.of_vectors(tangent_normal, REFLECTION),
+        SignedPermutation.of_vectors(bodies, REFLECTION),  # linear velocities
+        SignedPermutation.of_vectors(bodies, PSEUDO_REFLECTION),  # angular velocities
+    )
