@@ -17,6 +17,7 @@ from ase_humanoid.agents.networks import mirror_latents
 from ase_humanoid.agents.normalizer import RunningMeanStd
 from ase_humanoid.envs import make_env
 from ase_humanoid.errors import ConfigError, ModelError
+from ase_humanoid.policy_export import policy_models
 from ase_humanoid.robots.description import load_robot
 from ase_humanoid.robots.mirror import REFLECTION, robot_mirror, swap_sides
 
@@ -184,6 +185,13 @@ def test_symmetric_controller_moves_mirror_worlds_as_mirror_images(walk_env):
     obs = env.compute_observations()
     torch.testing.assert_close(llc.actions(obs, latents), symmetric.action_mean(obs, latents))
     torch.testing.assert_close(llc.actions_for_style(obs, llc.style(latents)), symmetric.action_mean(obs, latents))
+    # and so does the exported policy (raw observations in, the normaliser folded in)
+    exported = policy_models(symmetric.state_dict(), "amp_humanoid")[0].module
+    with torch.no_grad():
+        actions = exported(obs, latents)[0]
+        torch.testing.assert_close(actions, symmetric.action_mean(obs, latents), atol=1e-5, rtol=0)
+        torch.testing.assert_close(exported(maps["obs"](obs), mirror_latents(latents))[0], maps["actions"](actions),
+                                   atol=1e-5, rtol=0)
 
 
 def test_symmetric_actor_trains_and_stays_symmetric(walk_env):
