@@ -90,7 +90,7 @@ class SkillOptions:
     video_tiles: int = 16
     paths: str | None = None
     start: str = "standing"
-    # the second half of the latents the mirror images of the first (agents.ase.mirror_latents):
+    # the second half of the latents the mirror images of the first (agents.networks.mirror_latents):
     # a left-right symmetric controller turns each pair opposite ways
     mirror_pairs: bool = False
 

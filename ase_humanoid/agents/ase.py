@@ -259,4 +259,3 @@ class ASEAgent(AMPAgent):
         self.latents.copy_(state["latents"])
         self.latent_steps_left.copy_(state["latent_steps_left"])
         self.latents_fixed = state["latents_fixed"]
-

@@ -267,7 +267,7 @@ class HRLEnv:
         if self._needs_reset:
             self.reset()
         z = latent_from_action(torch.as_tensor(actions, device=self.device, dtype=torch.float32))
-        style = self.llc.style(z)  # [N, style_dim], once: z holds for all low-level steps
+        style = self.llc.style(z)  # [N, style_dim] (2x: symmetric LLC), once: z holds for all low-level steps
         n, dev = self.num_envs, self.device
         task_sum = torch.zeros(n, device=dev)
         ended = torch.zeros(n, dtype=torch.bool, device=dev)
