@@ -19,11 +19,25 @@ from ase_humanoid.envs import make_env
 from ase_humanoid.errors import ConfigError, ModelError
 from ase_humanoid.policy_export import policy_models
 from ase_humanoid.robots.description import load_robot
-from ase_humanoid.robots.mirror import REFLECTION, robot_mirror, swap_sides
+from ase_humanoid.robots.mirror import (
+    QUATERNION_REFLECTION,
+    REFLECTION,
+    robot_mirror,
+    swap_sides,
+)
 
 WALK = Path(__file__).resolve().parents[1] / "motions" / "amp_humanoid" / "amp_humanoid_walk.npy"
 M = torch.tensor(REFLECTION)
-QUAT_REFLECTION = torch.tensor([-1.0, 1.0, -1.0, 1.0])  # xyzw of M R M
+
+
+def set_walk_and_its_mirror_image(env, maps) -> None:
+    """World 0 in the walk's reference state at 0.7 s, world 1 in its mirror image."""
+    reference = env.motion_lib.get_motion_state(torch.tensor([0]), torch.tensor([0.7]))
+    state = (reference.root_pos, reference.root_rot, reference.root_lin_vel, reference.root_ang_vel,
+             reference.dof_pos, reference.dof_vel)
+    mirrored = (state[0] * M, state[1] * torch.tensor(QUATERNION_REFLECTION), state[2] * M, state[3] * -M,
+                maps["actions"](state[4]), maps["actions"](state[5]))
+    env.sim.set_robot_state(torch.arange(2), *[torch.cat(pair) for pair in zip(state, mirrored)])
 
 
 def test_swap_sides_keeps_case():
@@ -82,13 +96,8 @@ def test_env_is_mirror_symmetric(pd_damping):
                    pd_damping=pd_damping, enable_early_termination=False, num_threads=1, seed=0)
     maps = env.mirror_maps()
     bodies = robot_mirror(env.robot).body_partners
-    reference = env.motion_lib.get_motion_state(torch.tensor([0]), torch.tensor([0.7]))
-    state = (reference.root_pos, reference.root_rot, reference.root_lin_vel, reference.root_ang_vel,
-             reference.dof_pos, reference.dof_vel)
-    mirrored = (state[0] * M, state[1] * QUAT_REFLECTION, state[2] * M, state[3] * -M,
-                maps["actions"](state[4]), maps["actions"](state[5]))
     env.reset()
-    env.sim.set_robot_state(torch.arange(2), *[torch.cat(pair) for pair in zip(state, mirrored)])
+    set_walk_and_its_mirror_image(env, maps)
     env.amp_frames[:] = env.amp_obs_from_sim().unsqueeze(1)  # a history of the present state
     generator = torch.Generator().manual_seed(0)
     max_yaw_rate = 0.0
@@ -164,15 +173,10 @@ def test_symmetric_controller_moves_mirror_worlds_as_mirror_images(walk_env):
     symmetric.load_policy_state_dict(plain.state_dict())  # the same weights: plain and symmetric load alike
     z = torch.nn.functional.normalize(torch.tensor([[0.9, -0.3, 0.2, 0.1]]), dim=-1)
     latents = torch.cat([z, mirror_latents(z)])
-    reference = env.motion_lib.get_motion_state(torch.tensor([0]), torch.tensor([0.7]))
-    state = (reference.root_pos, reference.root_rot, reference.root_lin_vel, reference.root_ang_vel,
-             reference.dof_pos, reference.dof_vel)
-    mirrored = (state[0] * M, state[1] * QUAT_REFLECTION, state[2] * M, state[3] * -M,
-                maps["actions"](state[4]), maps["actions"](state[5]))
 
     def mirror_error(agent, steps=20):
         env.reset()
-        env.sim.set_robot_state(torch.arange(2), *[torch.cat(pair) for pair in zip(state, mirrored)])
+        set_walk_and_its_mirror_image(env, maps)
         obs = env.compute_observations()
         for _ in range(steps):
             obs = env.step(agent.action_mean(obs, latents))[0]

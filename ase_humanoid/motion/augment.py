@@ -29,7 +29,7 @@ import torch
 
 from ase_humanoid.errors import MotionFileError
 from ase_humanoid.motion.clip import MotionClip
-from ase_humanoid.robots.mirror import swap_sides
+from ase_humanoid.robots.mirror import QUATERNION_REFLECTION, REFLECTION, tree_partners
 from ase_humanoid.utils import rotations as rot
 
 # rad/s: a walking person turns at up to about 1-2 rad/s; beyond this the stance foot would slide
@@ -94,10 +94,6 @@ def _pivot_on_stance_foot(clip: MotionClip, yaw: torch.Tensor) -> torch.Tensor:
     return _turn_xy(clip.root_translation[:, :2], yaw) + shifts
 
 
-# The reflection y -> -y: positions scale by (1, -1, 1); a rotation R becomes M R M with
-# M = diag(1, -1, 1), which for a quaternion (x, y, z, w) is (-x, y, -z, w).
-_MIRROR_POSITION = (1.0, -1.0, 1.0)
-_MIRROR_QUATERNION = (-1.0, 1.0, -1.0, 1.0)
 _OFFSET_TOLERANCE = 1e-3  # m: paired bone offsets must mirror each other this closely
 
 
@@ -109,42 +105,16 @@ def mirror(clip: MotionClip) -> MotionClip:
     (`mirror_partners`). Velocities are recomputed.
     """
     partners = mirror_partners(clip.skeleton)
-    flip_q = torch.tensor(_MIRROR_QUATERNION, dtype=clip.dtype, device=clip.device)
-    flip_p = torch.tensor(_MIRROR_POSITION, dtype=clip.dtype, device=clip.device)
+    flip_q = torch.tensor(QUATERNION_REFLECTION, dtype=clip.dtype, device=clip.device)
+    flip_p = torch.tensor(REFLECTION, dtype=clip.dtype, device=clip.device)
     local_rotation = clip.local_rotation[:, partners] * flip_q
     return MotionClip(clip.skeleton, local_rotation, clip.root_translation * flip_p, clip.fps)
 
 
 def mirror_partners(skeleton) -> torch.Tensor:
     """Index `[J]` of each joint's mirror image: the joint named with left and right swapped
-    (left_foot <-> right_foot, LeftUpLeg <-> RightUpLeg), else the joint itself. Checks that the
-    pairing keeps the tree (a partner's parent is the parent's partner) and that partners' bone
-    offsets mirror each other (a joint without a partner lies on the midplane)."""
-    names = skeleton.node_names
-    partners = []
-    for name in names:
-        swapped = swap_sides(name)
-        if swapped != name and swapped not in names:
-            raise MotionFileError(f"mirror: joint {name!r} has no partner {swapped!r}; joints: {', '.join(names)}")
-        partners.append(names.index(swapped))
-    partners_t = torch.tensor(partners, dtype=torch.long)
-    parents = skeleton.parent_indices.tolist()
-    flip_p = torch.tensor(_MIRROR_POSITION, dtype=skeleton.local_translation.dtype)
-    offsets = skeleton.local_translation.cpu()
-    for j, k in enumerate(partners):
-        parent_partner = partners[parents[j]] if parents[j] >= 0 else -1
-        if parents[k] != parent_partner:
-            raise MotionFileError(
-                f"mirror: the skeleton is not left-right symmetric: joint {names[j]!r} hangs from "
-                f"{_name(names, parents[j])}, but its mirror image {names[k]!r} hangs from "
-                f"{_name(names, parents[k])}, not from {_name(names, parent_partner)}")
-        if (offsets[k] - offsets[j] * flip_p).abs().max() > _OFFSET_TOLERANCE:
-            raise MotionFileError(
-                f"mirror: the skeleton is not left-right symmetric: joint {names[j]!r} sits at "
-                f"{[round(v, 4) for v in offsets[j].tolist()]} from its parent, its mirror image "
-                f"{names[k]!r} at {[round(v, 4) for v in offsets[k].tolist()]}")
-    return partners_t
-
-
-def _name(names: list[str], index: int) -> str:
-    return repr(names[index]) if index >= 0 else "nothing (the root)"
+    (left_foot <-> right_foot, LeftUpLeg <-> RightUpLeg), else the joint itself; MotionFileError
+    unless the pairing keeps the tree and partners' bone offsets mirror each other
+    (`robots.mirror.tree_partners`)."""
+    return tree_partners(skeleton.node_names, skeleton.parent_indices, skeleton.local_translation, "joint",
+                         _OFFSET_TOLERANCE, MotionFileError)

@@ -22,6 +22,7 @@ from ase_humanoid.errors import ModelError
 
 REFLECTION = (1.0, -1.0, 1.0)  # M: positions, linear velocities, rotation axes' images
 PSEUDO_REFLECTION = (-1.0, 1.0, -1.0)  # -M: angular velocities (and axes of mirrored turns)
+QUATERNION_REFLECTION = (-1.0, 1.0, -1.0, 1.0)  # M R M as an xyzw quaternion: (-x, y, -z, w)
 _TOLERANCE = 1e-4  # paired offsets, axes, limits and gains must mirror each other this closely
 
 
@@ -84,36 +85,54 @@ def swap_sides(name: str) -> str:
     return re.sub(r"left|right", swap, name, flags=re.IGNORECASE)
 
 
-def partner_indices(names: list[str], what: str) -> torch.Tensor:
+def partner_indices(names: list[str], what: str, error: type[Exception] = ModelError) -> torch.Tensor:
     """Index `[n]` of each name's partner (left <-> right swapped; itself without either word).
-    ModelError naming the first name whose partner is missing."""
+    `error` naming the first name whose partner is missing."""
     partners = []
     for name in names:
         swapped = swap_sides(name)
         if swapped not in names:
-            raise ModelError(f"mirror: {what} {name!r} has no partner {swapped!r}; {what}s: {', '.join(names)}")
+            raise error(f"mirror: {what} {name!r} has no partner {swapped!r}; {what}s: {', '.join(names)}")
         partners.append(names.index(swapped))
     return torch.tensor(partners, dtype=torch.long)
+
+
+def tree_partners(names: list[str], parent_indices: torch.Tensor, offsets: torch.Tensor, what: str,
+                  tolerance: float, error: type[Exception] = ModelError) -> torch.Tensor:
+    """Index `[n]` of each node's mirror partner in a tree of `names` (`partner_indices`),
+    checked to keep the tree (a partner's parent is the parent's partner) and to mirror the
+    offsets from the parents (`offsets [n, 3]`, to `tolerance` m; a node without a partner lies
+    on the midplane). `error` (ModelError for a humanoid, MotionFileError for a clip's
+    skeleton) names the first node that breaks the symmetry."""
+    partners = partner_indices(names, what, error)
+    parents = parent_indices.tolist()
+    offsets = offsets.cpu()
+    reflection = torch.tensor(REFLECTION, dtype=offsets.dtype)
+
+    def name(index: int) -> str:
+        return repr(names[index]) if index >= 0 else "nothing (the root)"
+
+    for j, k in enumerate(partners.tolist()):
+        parent_partner = int(partners[parents[j]]) if parents[j] >= 0 else -1
+        if parents[k] != parent_partner:
+            raise error(f"mirror: the skeleton is not left-right symmetric: {what} {names[j]!r} hangs from "
+                        f"{name(parents[j])}, but its mirror image {names[k]!r} hangs from "
+                        f"{name(parents[k])}, not from {name(parent_partner)}")
+        if (offsets[k] - offsets[j] * reflection).abs().max() > tolerance:
+            raise error(f"mirror: the skeleton is not left-right symmetric: {what} {names[j]!r} sits at "
+                        f"{[round(v, 4) for v in offsets[j].tolist()]} from its parent, its mirror image "
+                        f"{names[k]!r} at {[round(v, 4) for v in offsets[k].tolist()]}")
+    return partners
 
 
 def robot_mirror(robot) -> RobotMirror:
     """The mirror map of `robot` (a RobotDescription). ModelError, naming the part, unless the
     humanoid is left-right symmetric: every body and hinge has a partner, partners hang from
     partners at mirrored offsets, and partner hinges have mirrored axes, limits and gains."""
-    bodies = partner_indices(robot.body_names, "body")
-    parents = robot.parent_indices.cpu()
-    offsets = robot.local_translation.cpu()
-    reflection = torch.tensor(REFLECTION, dtype=offsets.dtype)
-    for b, p in enumerate(bodies.tolist()):
-        parent_partner = bodies[parents[b]] if parents[b] >= 0 else -1
-        if parents[p] != parent_partner:
-            raise ModelError(f"mirror: body {robot.body_names[b]!r} and its partner {robot.body_names[p]!r} "
-                             "hang from bodies that are not partners")
-        if b != 0 and (offsets[p] - offsets[b] * reflection).abs().max() > _TOLERANCE:
-            raise ModelError(f"mirror: body {robot.body_names[b]!r} sits at {offsets[b].tolist()} from its parent, "
-                             f"its partner {robot.body_names[p]!r} at {offsets[p].tolist()}")
+    bodies = tree_partners(robot.body_names, robot.parent_indices, robot.local_translation, "body", _TOLERANCE)
     dofs = partner_indices(robot.dof_names, "hinge")
     axes = robot.dof_axes.cpu()
+    reflection = torch.tensor(REFLECTION, dtype=axes.dtype)
     signs = (axes[dofs] * (-reflection * axes)).sum(-1)
     lower, upper = robot.dof_limits_lower.cpu(), robot.dof_limits_upper.cpu()
     for d, p in enumerate(dofs.tolist()):
