@@ -180,6 +180,22 @@ def test_mirrored_right_turn_turns_left_as_far(tmp_path, capsys):
     assert float(unwrapped_heading(mirrored)[-1]) == pytest.approx(-float(unwrapped_heading(turn)[-1]), abs=1e-4)
 
 
+@pytest.mark.parametrize("source", ["amp_humanoid/amp_humanoid_walk", "amp_humanoid/amp_humanoid_run",
+                                    "retargeted/cmu_131_01_walk_amp_humanoid",
+                                    "retargeted/cmu_01_01_turn_right_amp_humanoid",
+                                    "retargeted/cmu_01_01_turn_left_amp_humanoid"])
+def test_shipped_mirrored_clips_are_the_tools_output(source):
+    original = load_motion(ROOT / "motions" / f"{source}.npy")
+    shipped = load_motion(ROOT / "motions" / "mirrored" / f"{Path(source).name}_mirrored.npy")
+    made = mirror(original)
+    assert shipped.num_frames == made.num_frames and shipped.fps == made.fps
+    torch.testing.assert_close(shipped.global_translation, made.global_translation, atol=1e-6, rtol=0)
+    torch.testing.assert_close(shipped.local_rotation, made.local_rotation, atol=1e-6, rtol=0)
+    # a reflection: the root's lateral position and its turn change sign
+    torch.testing.assert_close(shipped.root_translation[:, 1], -original.root_translation[:, 1], atol=1e-5, rtol=0)
+    assert float(unwrapped_heading(shipped)[-1]) == pytest.approx(-float(unwrapped_heading(original)[-1]), abs=1e-4)
+
+
 def test_mirror_refuses_an_asymmetric_skeleton_by_joint_and_writes_nothing(tmp_path, capsys):
     source = RETARGETED / "cmu_01_01_turn_right_sword_shield.npy"
     with pytest.raises(MotionFileError, match="'sword' hangs from 'right_hand'"):
