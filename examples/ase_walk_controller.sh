@@ -46,7 +46,8 @@ stage stage1 1150 task=HumanoidASE robot="$ROBOT" motion_file="motions/dataset_$
 #    rad/s, directions of travel spanning 32 degrees), so its style output layer, which stage 1
 #    leaves near zero, is drawn afresh first (tools/redraw_style_layer.py) and the stage runs
 #    1000 epochs: directions spanning 156 degrees at 1.40 m/s (docs/TASKS.md).
-if [[ "$ROBOT" == sword_shield ]]; then
+#    REDRAW_STYLE=1 does the same on the AMP humanoid (examples/ase_symmetric_walk_controller.sh).
+if [[ "$ROBOT" == sword_shield || "${REDRAW_STYLE:-0}" == 1 ]]; then
   [[ -f "$RUNS/stage1_redrawn.pt" ]] || \
     ./run python tools/redraw_style_layer.py "$RUNS/stage1/epoch_001150.pt" "$RUNS/stage1_redrawn.pt"
   STAGE2_FROM="$RUNS/stage1_redrawn.pt" STAGE2_EPOCHS=1000

@@ -53,3 +53,27 @@ def test_walk_controller_passes_overrides_to_both_stages(tmp_path):
     plain = subprocess.run(["bash", str(examples / "ase_walk_controller.sh"), "runs/p"], cwd=tmp_path,
                            capture_output=True, text=True, check=True)
     assert "pd_damping" not in plain.stdout
+
+
+def test_symmetric_walk_controller_redraws_then_adds_the_symmetric_stage(tmp_path):
+    """The symmetric controller's recipe: stage 1, stage 1's style layer redrawn, stage 2 from it
+    (1000 epochs), then the symmetric actor on the mirrored dataset; all under drive_implicit."""
+    examples = tmp_path / "examples"
+    examples.mkdir()
+    for name in ("ase_symmetric_walk_controller.sh", "ase_walk_controller.sh", "stages.sh"):
+        (examples / name).write_text((STAGES.parent / name).read_text())
+    (tmp_path / "run").write_text('#!/usr/bin/env bash\necho "RUN $*"\n')
+    (tmp_path / "run").chmod(0o755)
+    done = subprocess.run(["bash", str(examples / "ase_symmetric_walk_controller.sh"), "runs/s"], cwd=tmp_path,
+                          capture_output=True, text=True, check=True)
+    commands = [line for line in done.stdout.splitlines() if line.startswith("RUN python")]
+    assert [cmd.split()[2] for cmd in commands] == ["train.py", "tools/redraw_style_layer.py", "train.py", "train.py"]
+    stage1, redraw, stage2, stage3 = commands
+    assert "run_dir=runs/s/stage1 max_epochs=1150" in stage1
+    assert redraw.endswith("runs/s/stage1/epoch_001150.pt runs/s/stage1_redrawn.pt")
+    assert "max_epochs=1000" in stage2 and "checkpoint=runs/s/stage1_redrawn.pt" in stage2
+    assert "run_dir=runs/s/stage3_symmetric max_epochs=200" in stage3
+    assert "checkpoint=runs/s/stage2/epoch_001000.pt" in stage3
+    assert "motion_file=motions/dataset_amp_humanoid_locomotion_symmetric.yaml" in stage3
+    assert "train.params.symmetric_actor=true" in stage3
+    assert all("robot.pd_damping=drive_implicit" in cmd for cmd in (stage1, stage2, stage3))
