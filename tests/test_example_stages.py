@@ -18,6 +18,17 @@ def run_stage(tmp_path: Path, *args: str) -> str:
     return done.stdout.strip()
 
 
+def copy_examples(tmp_path: Path, *names: str) -> Path:
+    """`names` copied into tmp_path/examples, beside a `./run` that prints the command it was given."""
+    examples = tmp_path / "examples"
+    examples.mkdir()
+    for name in names:
+        (examples / name).write_text((STAGES.parent / name).read_text())
+    (tmp_path / "run").write_text('#!/usr/bin/env bash\necho "RUN $*"\n')
+    (tmp_path / "run").chmod(0o755)
+    return examples
+
+
 def test_stage_starts_resumes_and_skips(tmp_path):
     started = run_stage(tmp_path, "share", "40", "task=HumanoidASE", "checkpoint=a.pt", "resume=false", "seed=42")
     assert started == "RUN python train.py run_dir=runs/share max_epochs=40 task=HumanoidASE checkpoint=a.pt " \
@@ -38,12 +49,7 @@ def test_example_scripts_parse():
 
 def test_walk_controller_passes_overrides_to_both_stages(tmp_path):
     """Overrides after RUNS and ROBOT (e.g. robot.pd_damping=drive_implicit) reach each stage."""
-    examples = tmp_path / "examples"
-    examples.mkdir()
-    for name in ("ase_walk_controller.sh", "stages.sh"):
-        (examples / name).write_text((STAGES.parent / name).read_text())
-    (tmp_path / "run").write_text('#!/usr/bin/env bash\necho "RUN $*"\n')
-    (tmp_path / "run").chmod(0o755)
+    examples = copy_examples(tmp_path, "ase_walk_controller.sh", "stages.sh")
     done = subprocess.run(["bash", str(examples / "ase_walk_controller.sh"), "runs/w", "amp_humanoid",
                            "robot.pd_damping=drive_implicit"], cwd=tmp_path, capture_output=True, text=True,
                           check=True)
@@ -58,12 +64,7 @@ def test_walk_controller_passes_overrides_to_both_stages(tmp_path):
 def test_symmetric_walk_controller_redraws_then_adds_the_symmetric_stage(tmp_path):
     """The symmetric controller's recipe: stage 1, stage 1's style layer redrawn, stage 2 from it
     (1000 epochs), then the symmetric actor on the mirrored dataset; all under drive_implicit."""
-    examples = tmp_path / "examples"
-    examples.mkdir()
-    for name in ("ase_symmetric_walk_controller.sh", "ase_walk_controller.sh", "stages.sh"):
-        (examples / name).write_text((STAGES.parent / name).read_text())
-    (tmp_path / "run").write_text('#!/usr/bin/env bash\necho "RUN $*"\n')
-    (tmp_path / "run").chmod(0o755)
+    examples = copy_examples(tmp_path, "ase_symmetric_walk_controller.sh", "ase_walk_controller.sh", "stages.sh")
     done = subprocess.run(["bash", str(examples / "ase_symmetric_walk_controller.sh"), "runs/s"], cwd=tmp_path,
                           capture_output=True, text=True, check=True)
     commands = [line for line in done.stdout.splitlines() if line.startswith("RUN python")]
