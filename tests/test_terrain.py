@@ -86,6 +86,33 @@ def test_slopes_and_stairs_have_their_difficulty():
     assert easy.max() == pytest.approx(0.03 * 6)
 
 
+def test_mixed_default_spacing_puts_stairs_and_rough_knots_on_samples():
+    """cfg/terrain/mixed.yaml's spacing is chosen so that every stair step spans the same whole
+    number of samples (equal treads; at 0.2 m the 0.5 m steps alternate 3 and 2 samples) and the
+    rough tiles' knots are samples (their peaks kept, not cut between samples)."""
+    from omegaconf import OmegaConf
+
+    from ase_humanoid.paths import CFG_DIR
+    from ase_humanoid.terrain.tiles import rough_tile
+
+    cfg = terrain_config(OmegaConf.to_container(OmegaConf.load(CFG_DIR / "terrain" / "mixed.yaml")))
+    scale, n = cfg.horizontal_scale, int(round(cfg.tile_size / cfg.horizontal_scale))
+    per_step = cfg.step_width / scale
+    assert per_step == pytest.approx(round(per_step))
+    # from the tile's edge to its platform, along the middle row: runs of equal height
+    line = stairs_tile(n, scale, 1.0, cfg.step_height_max, cfg.step_width, cfg.platform_size, up=False)[:, n // 2]
+    ramp = line[: int(round((cfg.tile_size - cfg.platform_size) / 2 / scale))]
+    _, run_lengths = np.unique(ramp, return_counts=True)
+    assert set(run_lengths.tolist()) == {round(per_step)}
+    knots_per_sample = scale / cfg.rough_wavelength
+    assert 1 / knots_per_sample == pytest.approx(round(1 / knots_per_sample))
+    a = cfg.rough_amplitude
+    rough = rough_tile(n, scale, 1.0, np.random.default_rng(0), a, cfg.rough_wavelength)
+    knots = np.random.default_rng(0).uniform(-a, a, size=(int(np.ceil(cfg.tile_size / cfg.rough_wavelength)) + 1,) * 2)
+    step = round(1 / knots_per_sample)
+    np.testing.assert_allclose(rough[::step, ::step], knots[: len(rough[::step]), : len(rough[::step])], atol=1e-12)
+
+
 def test_config_errors_name_the_key():
     with pytest.raises(ConfigError, match="tile_sise"):
         terrain_config({"name": "rough", "tile_sise": 3})
