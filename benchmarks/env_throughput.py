@@ -17,7 +17,9 @@ same alternating rounds, the same env on flat ground: `terrain_vs_flat` = terrai
 flat env steps/s (the raw rollout is the terrain model's). `terrain_vs_flat_cpu` is the same ratio
 in process CPU seconds (this process, all its threads) per env step: the work each loop does, much
 less moved by other processes' load than the wall-clock rates (on a loaded machine those can swing
-by +-0.15 between runs of the same code).
+by +-0.15 between runs of the same code). `hfield_fast_path` says whether native MuJoCo ran the
+heightfield collisions with the fast first test (sim/hfield_collision.py; ASE_HUMANOID_STOCK_HFIELD=1
+runs MuJoCo's own routine, for a comparison in separate runs).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from ase_humanoid.envs import make_env  # noqa: E402
+from ase_humanoid.sim import hfield_collision  # noqa: E402
 
 DEFAULT_MOTION_FILE = Path(__file__).resolve().parents[1] / "motions" / "dataset_amp_humanoid_all.yaml"
 NUM_ACTION_SETS = 32  # random action batches cycled through by both loops
@@ -160,6 +163,7 @@ def main(argv=None) -> dict:
         result["env_cpu_ms"] = round(1e3 * env_cpu / env_calls, 3)
         result["flat_env_cpu_ms"] = round(1e3 * flat_cpu / flat_calls, 3)
         result["terrain_vs_flat_cpu"] = round((flat_cpu / flat_calls) / (env_cpu / env_calls), 3)
+        result["hfield_fast_path"] = hfield_collision.is_installed()  # sim/hfield_collision.py
         flat_env.close()
     if args.json:
         print(json.dumps(result))

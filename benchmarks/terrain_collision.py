@@ -12,7 +12,9 @@ machine. The collision is also timed with only the robot's contact bodies (the f
 and with no body colliding, which splits the collision's difference into the feet's share and
 the other geoms'. Prints one JSON object: for `plane` and per spacing (`by_scale`), microseconds per world and physics step
 (`step_us`, `collision_us`, `collision_feet_only_us`, `collision_no_body_us`), contacts per world,
-and per spacing `physics_terrain_vs_plane` (plane step time / heightfield step time).
+and per spacing `physics_terrain_vs_plane` (plane step time / heightfield step time);
+`hfield_fast_path`: whether the heightfield collisions ran with sim/hfield_collision.py's first test
+(ASE_HUMANOID_STOCK_HFIELD=1: MuJoCo's own routine).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from ase_humanoid.envs import make_env  # noqa: E402
+from ase_humanoid.sim import hfield_collision  # noqa: E402
 from ase_humanoid.paths import CFG_DIR  # noqa: E402
 
 FULL_PHYSICS = int(mujoco.mjtState.mjSTATE_FULLPHYSICS)
@@ -129,6 +132,7 @@ def main(argv=None) -> dict:
         report = replay_report(env, *kept_states(env, args.steps, args.seed))
         report["physics_terrain_vs_plane"] = round(plane["step_us"] / report["step_us"], 3)
         out["by_scale"][str(scale)] = report
+    out["hfield_fast_path"] = hfield_collision.is_installed()  # installed by the terrain envs
     if args.json:
         print(json.dumps(out))
     else:

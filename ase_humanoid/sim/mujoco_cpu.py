@@ -44,6 +44,7 @@ from ase_humanoid.sim.base import (
     resolve_env_ids,
     sim_state_after_write,
 )
+from ase_humanoid.sim.hfield_collision import install_heightfield_fast_path
 from ase_humanoid.sim.scene import build_scene
 from ase_humanoid.utils.rotations import quat_rotate, quat_rotate_inverse
 
@@ -68,6 +69,8 @@ class MujocoCpuBackend(SimBackend):
         self.physics_dt = PHYSICS_DT
 
         self._layout = build_scene(robot, props, PHYSICS_DT, terrain=terrain)  # terrain: heightfield floor
+        if terrain is not None:
+            install_heightfield_fast_path()  # the same contacts, a cheaper first test (hfield_collision.py)
         model = self._layout.model
         self.mj_model = model
         self.prop_names = list(self._layout.prop_names)
