@@ -103,3 +103,20 @@ def test_without_a_compiler_mujocos_routine_stays(monkeypatch, tmp_path):
         monkeypatch.undo()
         hfield_collision.uninstall_heightfield_fast_path()
         assert hfield_collision.install_heightfield_fast_path()
+
+
+@needs_compiler
+def test_a_damaged_cached_library_is_named_and_mujocos_routine_stays(monkeypatch, tmp_path):
+    monkeypatch.setenv(hfield_collision.CACHE_ENV, str(tmp_path))
+    library = hfield_collision.build_library()
+    library.write_bytes(b"not a shared library")
+    hfield_collision.uninstall_heightfield_fast_path()
+    try:
+        stock = heightfield_row()
+        with pytest.warns(RuntimeWarning, match=f"cannot load {library}"):
+            assert not hfield_collision.install_heightfield_fast_path()
+        assert heightfield_row() == stock
+    finally:
+        monkeypatch.undo()
+        hfield_collision.uninstall_heightfield_fast_path()
+        assert hfield_collision.install_heightfield_fast_path()

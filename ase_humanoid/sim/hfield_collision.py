@@ -52,7 +52,11 @@ def install_heightfield_fast_path() -> bool:
     if os.environ.get(DISABLE_ENV, "") not in ("", "0"):
         return False
     try:
-        fast = ctypes.CDLL(str(build_library()))
+        library = build_library()
+        try:
+            fast = ctypes.CDLL(str(library))
+        except OSError as exc:  # e.g. a damaged cache file: removing it makes the next run rebuild it
+            raise FastPathUnavailable(f"cannot load {library}: {exc}") from exc
         _patch_table(fast)
     except FastPathUnavailable as exc:
         warnings.warn(f"heightfield collisions: MuJoCo's own routine runs ({exc}); the physics is the "
@@ -115,7 +119,10 @@ def _mujoco_library() -> ctypes.CDLL:
     candidates = sorted(folder.glob("libmujoco.so*")) + sorted(folder.glob("libmujoco*.dylib"))
     if not candidates:
         raise FastPathUnavailable(f"no MuJoCo library found in {folder}")
-    return ctypes.CDLL(str(candidates[0]))
+    try:
+        return ctypes.CDLL(str(candidates[0]))
+    except OSError as exc:
+        raise FastPathUnavailable(f"cannot load {candidates[0]}: {exc}") from exc
 
 
 def _collision_table():
