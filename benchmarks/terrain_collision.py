@@ -14,7 +14,8 @@ the other geoms'. Prints one JSON object: for `plane` and per spacing (`by_scale
 (`step_us`, `collision_us`, `collision_feet_only_us`, `collision_no_body_us`), contacts per world,
 and per spacing `physics_terrain_vs_plane` (plane step time / heightfield step time);
 `hfield_fast_path`: whether the heightfield collisions ran with sim/hfield_collision.py's first test
-(ASE_HUMANOID_STOCK_HFIELD=1: MuJoCo's own routine).
+(ASE_HUMANOID_STOCK_HFIELD=1: MuJoCo's own routine); with it, per spacing `mujoco_routine` gives the
+same states' step and collision times through MuJoCo's own routine, in the same run.
 """
 
 from __future__ import annotations
@@ -129,8 +130,17 @@ def main(argv=None) -> dict:
            "by_scale": {}}
     for scale in args.scales:
         env = make_amp_env(args, dict(terrain_cfg, horizontal_scale=scale))
-        report = replay_report(env, *kept_states(env, args.steps, args.seed))
+        states, controls = kept_states(env, args.steps, args.seed)
+        report = replay_report(env, states, controls)
         report["physics_terrain_vs_plane"] = round(plane["step_us"] / report["step_us"], 3)
+        if hfield_collision.is_installed():  # the same states through MuJoCo's own routine, for comparison
+            hfield_collision.uninstall_heightfield_fast_path()
+            try:
+                stock = replay_times(env.mj_model, states, controls)
+            finally:
+                hfield_collision.install_heightfield_fast_path()
+            report["mujoco_routine"] = {"step_us": round(stock["step_us"], 2),
+                                        "collision_us": round(stock["collision_us"], 2)}
         out["by_scale"][str(scale)] = report
     out["hfield_fast_path"] = hfield_collision.is_installed()  # installed by the terrain envs
     if args.json:
