@@ -4,6 +4,7 @@ import numpy as np
 from project_scripts import load_script
 
 from ase_humanoid.envs import make_env
+from ase_humanoid.sim import hfield_collision
 
 
 def test_report_covers_plane_and_each_spacing_on_their_own_states(capsys):
@@ -15,6 +16,9 @@ def test_report_covers_plane_and_each_spacing_on_their_own_states(capsys):
         assert report["step_us"] > 0 and report["contacts"] >= 0
     for scale, report in result["by_scale"].items():
         assert report["physics_terrain_vs_plane"] == round(result["plane"]["step_us"] / report["step_us"], 3)
+        if result["hfield_fast_path"]:  # the same states through MuJoCo's own routine, then the fast path back
+            assert report["mujoco_routine"]["step_us"] > 0 and report["mujoco_routine"]["collision_us"] > 0
+    assert result["hfield_fast_path"] == hfield_collision.is_installed()
     assert capsys.readouterr().out.strip().startswith("{")  # one JSON object
 
 
