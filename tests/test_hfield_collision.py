@@ -29,9 +29,7 @@ needs_compiler = pytest.mark.skipif(shutil.which(os.environ.get("CC") or "cc") i
 def heightfield_row():
     """MuJoCo's collision functions for heightfield : convex geom pairs, by table index."""
     table = hfield_collision._collision_table()
-    row = int(mujoco.mjtGeom.mjGEOM_HFIELD) * int(mujoco.mjtGeom.mjNGEOMTYPES)
-    indices = [row + int(getattr(mujoco.mjtGeom, f"mjGEOM_{name}")) for name in hfield_collision.CONVEX_TYPES]
-    return {index: table[index] for index in indices}
+    return {index: table[index] for index in hfield_collision.heightfield_slots().values()}
 
 
 def rollout(sim, start: dict, targets: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:

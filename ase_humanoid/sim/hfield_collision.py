@@ -133,17 +133,20 @@ def _collision_table():
         raise FastPathUnavailable(f"MuJoCo has no collision table: {exc}") from exc
 
 
+def heightfield_slots() -> dict[int, int]:
+    """Convex geom type -> index of its heightfield pair in the flattened collision table."""
+    row = int(mujoco.mjtGeom.mjGEOM_HFIELD) * int(mujoco.mjtGeom.mjNGEOMTYPES)
+    types = (int(getattr(mujoco.mjtGeom, f"mjGEOM_{name}")) for name in CONVEX_TYPES)
+    return {geom_type: row + geom_type for geom_type in types}
+
+
 def _patch_table(fast: ctypes.CDLL) -> None:
     table = _collision_table()
-    n = int(mujoco.mjtGeom.mjNGEOMTYPES)
-    hfield = int(mujoco.mjtGeom.mjGEOM_HFIELD)
     ours = ctypes.cast(fast.ase_convex_hfield, ctypes.c_void_p).value
     originals = {}
-    for name in CONVEX_TYPES:
-        geom_type = int(getattr(mujoco.mjtGeom, f"mjGEOM_{name}"))
-        index = hfield * n + geom_type
+    for geom_type, index in heightfield_slots().items():
         if not table[index]:
-            raise FastPathUnavailable(f"MuJoCo has no heightfield-{name.lower()} collider")
+            raise FastPathUnavailable(f"MuJoCo has no heightfield collider for {mujoco.mjtGeom(geom_type).name}")
         originals[index] = table[index]
         fast.ase_set_mujoco_collider(ctypes.c_int(geom_type), ctypes.c_void_p(table[index]))
     for index in originals:
