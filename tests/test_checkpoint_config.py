@@ -71,15 +71,33 @@ def test_resume_keeps_the_runs_pd_damping(tmp_path, capsys):
     from ase_humanoid.utils.checkpoint import save_checkpoint
 
     state = load_checkpoint(PROJECT_ROOT / "pretrained" / "ase_llc_amp_humanoid_getup.pt")
-    state["config"]["robot"]["pd_damping"] = "drive_implicit"
+    state["config"]["robot"]["pd_damping"] = "joint"  # not the default (drive_implicit)
     save_checkpoint(state, tmp_path / "latest.pt")
     cfg = compose_run_config(["resume=true", f"run_dir={tmp_path}"])
-    assert cfg.robot.pd_damping == "drive_implicit"
-    assert "robot.pd_damping=drive_implicit" in capsys.readouterr().err
-    cfg = compose_run_config(["resume=true", f"run_dir={tmp_path}", "robot.pd_damping=joint"])
     assert cfg.robot.pd_damping == "joint"
-    del state["config"]["robot"]["pd_damping"]
-    save_checkpoint(state, tmp_path / "latest.pt")
+    assert "robot.pd_damping=joint" in capsys.readouterr().err
     cfg = compose_run_config(["resume=true", f"run_dir={tmp_path}", "robot.pd_damping=drive_implicit"])
     assert cfg.robot.pd_damping == "drive_implicit"  # the command line's, refused later by the resume check
+    del state["config"]["robot"]["pd_damping"]
+    save_checkpoint(state, tmp_path / "latest.pt")
     assert compose_run_config(["resume=true", f"run_dir={tmp_path}"]).robot.pd_damping == "joint"
+
+
+def test_resume_keeps_the_task_default_data_the_run_started_with(tmp_path, capsys):
+    """HumanoidASE's default dataset changed (six clips -> every clip, 2026-12-07): a run that
+    started on the old default resumes on it, and evaluating a shipped model uses its own."""
+    from ase_humanoid.builders import motion_file_for
+    from ase_humanoid.config import trained_motion_file
+    from ase_humanoid.utils.checkpoint import save_checkpoint
+
+    state = load_checkpoint(PROJECT_ROOT / "pretrained" / "ase_llc_amp_humanoid_getup.pt")
+    assert state["config"]["motion_file"] is None
+    assert trained_motion_file(state["config"]) == "motions/dataset_amp_humanoid_all.yaml"
+    save_checkpoint(state, tmp_path / "latest.pt")
+    cfg = compose_run_config(["resume=true", f"run_dir={tmp_path}"])
+    assert motion_file_for(cfg).endswith("motions/dataset_amp_humanoid_all.yaml")
+    assert "motion_file=motions/dataset_amp_humanoid_all.yaml" in capsys.readouterr().err
+    cfg = compose_run_config(["resume=true", f"run_dir={tmp_path}", "motion_file=motions/amp_humanoid/amp_humanoid_walk.npy"])
+    assert motion_file_for(cfg).endswith("amp_humanoid_walk.npy")  # given: kept (the resume check refuses it later)
+    fresh = compose_run_config(["task=HumanoidASE"])
+    assert motion_file_for(fresh).endswith("motions/datasets/amp_humanoid_all.yaml")

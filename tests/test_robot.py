@@ -245,13 +245,15 @@ def test_scene_has_floor_humanoid_and_props():
     assert [model.body(b).name for b in range(1, robot.num_bodies + 1)] == robot.body_names
     assert model.body(robot.num_bodies + 1).name == "target"
     assert model.geom("scene/floor").friction[0] == pytest.approx(1.0)
-    assert model.nu == robot.num_dofs and model.nq == humanoid.nq + 7
-    assert model.opt.timestep == humanoid.opt.timestep and model.opt.integrator == humanoid.opt.integrator
+    # the default PD law adds one unclamped damping actuator per hinge (robots/scene.py)
+    assert robot.pd_damping == "drive_implicit" and model.nu == 2 * robot.num_dofs and model.nq == humanoid.nq + 7
+    # ... and steps with Euler, which keeps the joint damping implicit (robots/scene.py)
+    assert model.opt.timestep == humanoid.opt.timestep and model.opt.integrator == mujoco.mjtIntegrator.mjINT_EULER
     np.testing.assert_array_equal(model.jnt_range[: humanoid.njnt], humanoid.jnt_range)
 
 
-def _standing_sim(name):
-    robot = load_robot(name)
+def _standing_sim(name, pd_damping=None):
+    robot = load_robot(name, pd_damping=pd_damping)
     model = build_scene_spec(robot).compile()
     data = mujoco.MjData(model)
     mujoco.mj_forward(model, data)
@@ -303,10 +305,11 @@ def test_standing_pose_supports_weight(name):
 def test_random_pd_targets_stay_bounded():
     """Random PD targets at 30 Hz for 10 s stay finite with plausible root spin.
 
-    Guards the choice of PD damping as (implicit, unsaturated) joint damping: with it inside the
-    force-limited actuator the humanoid spun at ~14 rad/s median and blew up a few times here.
+    Under the joint law (joint damping, implicit and unsaturated); with the damping inside the
+    force-limited actuator alone ("drive") the humanoid spun at ~14 rad/s median and blew up a
+    few times here. The default law's test: test_physics_port.py, random actions through the env.
     """
-    robot, model, data = _standing_sim("amp_humanoid")
+    robot, model, data = _standing_sim("amp_humanoid", pd_damping="joint")
     rng = np.random.default_rng(0)
     spins = []
     for step in range(1200):

@@ -37,7 +37,7 @@ class HumanoidEnvConfig:
     motion_file: str | None = None
     sim: str = "mujoco"  # mujoco | mujoco_warp
     # where the PD damping acts: joint (outside the effort clamp) | drive (inside it, as the
-    # release's PD drive); None: the robot config's (cfg/robot/<name>.yaml: joint)
+    # release's PD drive); None: the robot config's (cfg/robot/<name>.yaml: drive_implicit)
     pd_damping: str | None = None
     device: str = "cpu"
     num_threads: int | None = None  # CPU backend threads; None = os.cpu_count()

@@ -72,9 +72,8 @@ class RobotDescription:
     termination_heights: torch.Tensor  # [B] metres; a non-contact body below this ends an episode
     reach_body_name: str | None = None
     reach_body_id: int | None = None
-    # where the simulator applies kd: "joint" (joint damping, outside the effort clamp) or
-    # "drive" (actuator velocity gain, inside the clamp like the release's PD drive)
-    pd_damping: str = "joint"
+    # the PD law, PD_DAMPING_MODES (module docstring): where the simulator applies kd
+    pd_damping: str = "drive_implicit"
     # Index tensors derived from dof_offsets, for batched kinematics (see __post_init__).
     spherical_body_ids: torch.Tensor = field(init=False)  # [S] bodies with 3 hinges
     spherical_dof_ids: torch.Tensor = field(init=False)  # [S, 3] their x, y, z hinges
@@ -148,6 +147,9 @@ def load_robot_config(name: str) -> dict:
 
 
 PD_DAMPING_MODES = ("joint", "drive", "drive_implicit")
+# The release's law, stable at 1/120 s: the default of both robot configs. A checkpoint saved
+# without the key was trained under "joint" (builders.saved_pd_damping).
+DEFAULT_PD_DAMPING = "drive_implicit"
 
 
 def load_robot(name_or_path, key_bodies=None, contact_bodies=None, pd_damping=None) -> RobotDescription:
@@ -155,8 +157,8 @@ def load_robot(name_or_path, key_bodies=None, contact_bodies=None, pd_damping=No
 
     `name_or_path`: a robot name (`amp_humanoid`, `sword_shield`, see `robot_names()`), or a path
     to an MJCF file (key/contact bodies then default to none). `key_bodies` / `contact_bodies`
-    override the configured lists; `pd_damping` ("joint" | "drive", None: the robot config's, else
-    "joint") says where the simulator applies kd. Raises ModelError for a missing or malformed file, an
+    override the configured lists; `pd_damping` (PD_DAMPING_MODES; None: the robot config's, else
+    DEFAULT_PD_DAMPING) says where the simulator applies kd. Raises ModelError for a missing or malformed file, an
     unsupported joint layout, or body names that are not in the model.
     """
     name_or_path = str(name_or_path)
@@ -174,7 +176,7 @@ def load_robot(name_or_path, key_bodies=None, contact_bodies=None, pd_damping=No
             raise ModelError(
                 f"'{name_or_path}' is neither a known robot ({', '.join(robot_names())}) nor an MJCF file"
             )
-    pd_damping = pd_damping or cfg.get("pd_damping", "joint")
+    pd_damping = pd_damping or cfg.get("pd_damping", DEFAULT_PD_DAMPING)
     if pd_damping not in PD_DAMPING_MODES:
         raise ConfigError(f"config key 'robot.pd_damping': '{pd_damping}' is not one of {', '.join(PD_DAMPING_MODES)}")
     model = load_mjcf(mjcf_path)
