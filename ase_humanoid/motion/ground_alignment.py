@@ -1,5 +1,7 @@
-"""Ground alignment: one constant height offset per clip, from the humanoid's collision geoms
-(lowest surface point) or its body origins (as the ASE release did)."""
+"""Ground alignment: the height offset that puts a clip on the floor, from the humanoid's
+collision geoms (lowest surface point) or its body origins (as the ASE release did): one
+constant per clip, or ("track") one per frame following a capture floor that is not level.
+"""
 
 from __future__ import annotations
 
@@ -85,12 +87,36 @@ def lowest_geom_height(geoms: GeomSet, body_pos: torch.Tensor, body_rot: torch.T
     return torch.stack(lows, dim=-1).min(dim=-1).values
 
 
-def ground_shift(robot, config: RetargetConfig, body_pos, body_rot, geoms: GeomSet | None = None) -> float:
-    """Constant height (m) to add to the root so the clip's lowest point sits at root_height_offset."""
+# "track": the floor under a take is followed over this long a window (s): long enough that
+# every window holds a foot on the ground (a run's flight phase lasts about 0.15 s, a hop 0.5 s),
+# short enough to follow a capture floor tilted by a degree or two over a few metres.
+TRACK_WINDOW_S = 1.0
+
+
+def ground_shift(robot, config: RetargetConfig, body_pos, body_rot, geoms: GeomSet | None = None,
+                 fps: float | None = None) -> torch.Tensor:
+    """Height (m) [T] to add to the root in each frame so the clip's lowest point sits at
+    root_height_offset: the same in every frame, except for ground="track" (needs `fps`), where
+    the floor is the lowest point's running minimum over TRACK_WINDOW_S, smoothed over the same
+    window (a take whose floor drifts by 10 cm keeps its feet on the ground throughout)."""
+    frames = body_pos.shape[0]
     if config.ground == "none":
-        return float(config.root_height_offset)
+        return torch.full((frames,), float(config.root_height_offset), dtype=torch.float64)
     if config.ground == "origins":
-        lowest = body_pos[..., 2].min()
+        lowest = body_pos[..., 2].double().min(dim=-1).values
     else:
-        lowest = lowest_geom_height(geoms if geoms is not None else robot_geoms(robot), body_pos, body_rot).min()
-    return float(config.root_height_offset - lowest)
+        lowest = lowest_geom_height(geoms if geoms is not None else robot_geoms(robot), body_pos, body_rot)
+    if config.ground != "track":
+        return torch.full((frames,), float(config.root_height_offset - lowest.min()), dtype=torch.float64)
+    if not fps or fps <= 0:
+        raise ModelError("ground='track' needs the clip's frame rate")
+    half = max(1, round(TRACK_WINDOW_S * fps / 2))
+    floor = _sliding(lowest, half).min(dim=-1).values
+    floor = _sliding(floor, half).mean(dim=-1)
+    return config.root_height_offset - floor
+
+
+def _sliding(x: torch.Tensor, half: int) -> torch.Tensor:
+    """[T] -> [T, 2 half + 1]: each frame's centred window, the ends padded with the end values."""
+    padded = torch.cat([x[:1].expand(half), x, x[-1:].expand(half)])
+    return padded.unfold(0, 2 * half + 1, 1)

@@ -108,7 +108,8 @@ class RetargetResult:
 
     local_rotation [T, B, 4] (root entry = root global rotation), root_translation [T, 3],
     dof_pos [T, D], body_pos [T, B, 3], body_rot [T, B, 4], fps, ground_shift (metres added to
-    the root height), limit_report (see joint_limit_report).
+    the root height; its mean over frames), ground_drift (its range over frames: 0 but with
+    ground="track"), limit_report (see joint_limit_report).
     """
 
     local_rotation: torch.Tensor
@@ -119,6 +120,7 @@ class RetargetResult:
     fps: float
     ground_shift: float
     limit_report: dict
+    ground_drift: float = 0.0
 
 
 def retarget_motion(
@@ -161,18 +163,25 @@ def retarget_motion(
     if config.project_hinges:
         g, hinge_angle = project_hinges(robot, g)
     local = robot_local_rotation(robot, g, hinge_angle)
+    dof_pos = local_rot_to_dof_pos(robot, local)
+    limit_report = joint_limit_report(robot, dof_pos)  # before any clamping: what the take asked for
+    if config.clamp_limits:
+        lower = robot.dof_limits_lower.to(dtype)
+        upper = robot.dof_limits_upper.to(dtype)
+        dof_pos = torch.minimum(torch.maximum(dof_pos, lower), upper)
+        clamped = dof_pos_to_local_rot(robot, dof_pos)
+        local = torch.cat([local[:, :1], clamped[:, 1:]], dim=1)  # the root keeps its rotation
 
     root_src = rot.quat_rotate(R.expand(src_root_pos.shape[0], 4), src_root_pos.to(dtype) * config.scale)
     identity = rot.quat_identity(local.shape[0], dtype=dtype)
     body_pos, body_rot = forward_kinematics(robot.parent_indices, robot.local_translation.to(dtype), local,
                                             root_src, identity)
-    shift = ground_shift(robot, config, body_pos, body_rot, geoms)
+    shift = ground_shift(robot, config, body_pos, body_rot, geoms, fps=fps).to(dtype)  # [T]
     root = root_src.clone()
     root[:, 2] += shift
     body_pos = body_pos.clone()
-    body_pos[..., 2] += shift
+    body_pos[..., 2] += shift[:, None]
 
-    dof_pos = local_rot_to_dof_pos(robot, local)
     f32 = lambda x: x.to(torch.float32)  # noqa: E731
     return RetargetResult(
         local_rotation=f32(local),
@@ -181,8 +190,9 @@ def retarget_motion(
         body_pos=f32(body_pos),
         body_rot=f32(body_rot),
         fps=float(fps),
-        ground_shift=float(shift),
-        limit_report=joint_limit_report(robot, dof_pos),
+        ground_shift=float(shift.mean()),
+        ground_drift=float(shift.max() - shift.min()),
+        limit_report=limit_report,
     )
 
 
@@ -280,6 +290,7 @@ def retarget_from_settings(settings: dict):
         ground=str(per_format_value(settings, "ground", fmt, "geoms")),
         source_up=str(per_format_value(settings, "source_up", fmt, "z")),
         project_hinges=bool(settings.get("project_hinges", True)),
+        clamp_limits=bool(settings.get("clamp_limits", False)),
     )
     tpose = per_format_value(settings, "tpose", fmt, "first_frame")
     if isinstance(tpose, str) and tpose not in SOURCE_TPOSE_MODES:

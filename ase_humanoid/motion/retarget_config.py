@@ -11,7 +11,7 @@ from ase_humanoid.errors import ConfigError
 from ase_humanoid.utils import rotations as rot
 
 
-GROUND_MODES = ("geoms", "origins", "none")
+GROUND_MODES = ("geoms", "origins", "none", "track")
 UP_AXES = ("y", "z")
 
 
@@ -28,10 +28,15 @@ class RetargetConfig:
     scale: source length units -> metres.
     root_height_offset: height (m) at which the lowest point sits after ground alignment.
     ground: "geoms" (lowest collision-geom point), "origins" (lowest body origin, as in the ASE
-        release) or "none" (keep the transferred heights, only add root_height_offset).
+        release), "track" (lowest collision-geom point followed frame by frame over a 1 s
+        window, for takes whose capture floor is not level) or "none" (keep the transferred
+        heights, only add root_height_offset).
     source_up: the source's up axis, "y" (BVH, ASF/AMC, FBX as ufbx reads it) or "z"; a y-up
         source is first turned z-up by +90 deg about x, then root_rotation applies.
     project_hinges: make elbows/knees exact 1-DoF rotations (see project_hinges).
+    clamp_limits: clamp every hinge to the humanoid's joint range (the simulator can go no
+        further; e.g. a karate side kick takes the kicking hip 59 deg past the humanoid's range);
+        the limit report still tells what was clamped.
     """
 
     joint_map: dict[str, str]
@@ -41,6 +46,7 @@ class RetargetConfig:
     ground: str = "geoms"
     source_up: str = "z"
     project_hinges: bool = True
+    clamp_limits: bool = False
 
     def __post_init__(self):
         if self.ground not in GROUND_MODES:

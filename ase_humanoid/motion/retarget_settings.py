@@ -21,7 +21,7 @@ TARGETS = ("amp_humanoid", "sword_shield")
 CONFIG_KEYS = (
     "preset", "source", "asf", "tpose", "tpose_up", "target", "target_tpose", "joint_map", "joint_maps",
     "root_rotation", "scale", "root_height_offset", "ground", "source_up", "project_hinges",
-    "fps", "start", "end", "out",
+    "clamp_limits", "fps", "start", "end", "out",
 )
 
 
