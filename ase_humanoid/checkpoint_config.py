@@ -51,7 +51,8 @@ def checkpoint_choices(path: Path) -> dict:
             "num_envs": saved_value(saved, "num_envs"), "max_epochs": saved_value(saved, "max_epochs"),
             "train": saved_value(saved, "train"),
             "task_env": {"name": saved_value(saved, "task.name"), "env": saved_value(saved, "task.env")},
-            "pd_damping": saved_pd_damping(saved) if saved else None}
+            "pd_damping": saved_pd_damping(saved) if saved else None,
+            "task_motion_file": saved_value(saved, "task.motion_file")}
 
 
 def _given(argv: list[str]) -> tuple[set[str], dict]:
@@ -156,6 +157,21 @@ def adopt_task_env(cfg: DictConfig, saved_task: dict | None, given: set[str]) ->
     return _adopt_missing(cfg.task.env, saved_task.get("env"), given, "task.env")
 
 
+def adopt_task_motion_file(cfg: DictConfig, saved_defaults, saved_task: str | None) -> list[str]:
+    """A resumed run that trained on its task's default data keeps that data: the task's defaults
+    as the run saved them, where this version's differ (HumanoidASE's changed on 2026-12-07)."""
+    if saved_defaults is None or saved_task != cfg.task.name:
+        return []
+    current = OmegaConf.to_container(cfg.task.motion_file) if isinstance(cfg.task.get("motion_file"), DictConfig) \
+        else cfg.task.get("motion_file")
+    if current == saved_defaults:
+        return []
+    with open_dict(cfg):
+        cfg.task.motion_file = saved_defaults
+    chosen = saved_defaults.get(cfg.robot.name) if isinstance(saved_defaults, dict) else saved_defaults
+    return [f"motion_file={chosen} (the task's default when the run started)"]
+
+
 def adopt_pd_damping(cfg: DictConfig, saved_mode: str | None, given: set[str]) -> list[str]:
     """The resumed run's `robot.pd_damping` where the command line leaves it out: the PD law is
     the run's physics, which must not change halfway (a default changed since included)."""
@@ -197,6 +213,8 @@ def compose_run_config(argv: list[str]) -> DictConfig:
         shown += adopt_task_env(cfg, adopted["task_env"], given)
     if "pd_damping" in adopted:
         shown += adopt_pd_damping(cfg, adopted["pd_damping"], given)
+    if "motion_file" in keys and "motion_file" not in given and choices["motion_file"] is None:
+        shown += adopt_task_motion_file(cfg, choices["task_motion_file"], choices["task"])
     if shown:
         print(f"{' '.join(shown)}: as {source} was trained (give them to choose otherwise)", file=sys.stderr,
               flush=True)

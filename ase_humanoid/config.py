@@ -33,6 +33,21 @@ def saved_value(config: dict | None, key: str):
     return node
 
 
+def trained_motion_file(saved: dict | None) -> str | None:
+    """The motion file a saved run trained on: its `motion_file`, else its task's default for its
+    robot as the run saved it (a task's defaults change between versions: a run saved with the
+    six-clip default keeps it). None where the config says neither."""
+    explicit = saved_value(saved, "motion_file")
+    if explicit:
+        return explicit
+    defaults = saved_value(saved, "task.motion_file")
+    if isinstance(defaults, str):
+        return defaults
+    if isinstance(defaults, dict):
+        return defaults.get(saved_value(saved, "robot.name"))
+    return None
+
+
 def group_choices(group: str, cfg_dir: Path = CFG_DIR) -> list[str]:
     return sorted(p.stem for p in (cfg_dir / group).glob("*.yaml"))
 

@@ -126,7 +126,9 @@ def use_saved_motion_file(saved: dict, cfg: DictConfig) -> None:
     the file is not here. A motion_file given on the command line is kept."""
     from ase_humanoid.builders import resolve_path
 
-    saved_motion = saved_value(saved, "motion_file")
+    from ase_humanoid.config import trained_motion_file
+
+    saved_motion = trained_motion_file(saved)
     if cfg.get("motion_file") is not None or not saved_motion or saved_value(saved, "task.name") != cfg.task.name:
         return
     if not Path(resolve_path(saved_motion)).exists():

@@ -49,7 +49,7 @@ from ase_humanoid.skills import (
 )
 
 SIX_CLIPS = PROJECT_ROOT / "motions" / "dataset_amp_humanoid_all.yaml"
-TINY_ASE = ["task=HumanoidASE", "num_envs=4", "seed=5",
+TINY_ASE = ["task=HumanoidASE", "num_envs=4", "seed=5", "motion_file=motions/dataset_amp_humanoid_all.yaml",
             "train.params.actor_units=[32,32]", "train.params.critic_units=[32,32]",
             "train.params.disc_units=[32,32]", "train.params.style_units=[16,16]",
             "train.params.mini_epochs=1", "train.params.horizon_length=8",
