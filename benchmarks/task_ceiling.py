@@ -13,9 +13,16 @@ env does (`HumanoidTask.add_metric` per goal period or per step):
   goal, never overshooting (no acceleration, no turning time). `success_rate` is the share of
   goal periods that end within `success_distance` of the target, `final_distance` their mean
   distance then (the env's `task/success_rate`, `task/final_distance`).
-* Heading: a character always moving at the goal's target speed along its facing, which turns
-  toward the target direction at `turn_rate` rad/s (standing starts face a random direction).
-  `direction_error` and `speed_error` are the per-step means of `rewards.heading_errors`.
+* Heading, two models of an ideal character. The release's task draws the travel direction and
+  the facing independently (and pays facing only 0.3 of the reward), so a character need not turn
+  its body to change where it goes:
+  - turn rate: always moving at the goal's target speed along its facing, which turns toward
+    the target direction at `turn_rate` rad/s (a character that must face where it goes);
+  - acceleration: its ground velocity moves straight toward the goal's (target speed along the
+    target direction) by at most `accel` m/s^2 (a character that redirects its velocity, sidestepping
+    and turning as it likes).
+  Each episode starts at the target speed in a random direction. `direction_error` and
+  `speed_error` are the per-step means of `rewards.heading_errors`.
 
 These are upper bounds for a real character, which also has to start, stop and keep its balance.
 """
@@ -125,10 +132,46 @@ def heading_ceiling(turn_rate: float, settings: dict, num_episodes: int = 20_000
             "speed_error_m_s": round(speed_sum / steps, 3)}
 
 
+def heading_accel_ceiling(accel: float, settings: dict, num_episodes: int = 20_000, seed: int = 0) -> dict:
+    """Heading's metrics for a character whose ground velocity changes at most `accel` m/s^2."""
+    g = torch.Generator().manual_seed(seed)
+    n = num_episodes
+
+    def unit(count):
+        a = 2.0 * math.pi * torch.rand(count, generator=g, dtype=torch.float64)
+        return torch.stack([a.cos(), a.sin()], dim=-1)
+
+    def speeds(count):
+        low, high = settings["target_speed_min"], settings["target_speed_max"]
+        return low + (high - low) * torch.rand(count, generator=g, dtype=torch.float64)
+
+    target_dir, target_speed = unit(n), speeds(n)
+    vel = target_speed[:, None] * unit(n)  # [n, 2] under way, in a random direction
+    steps_to_change = draw_countdowns(n, settings, g)
+    max_dv = accel * control_dt(settings)
+    direction_sum = speed_sum = 0.0
+    episode_length = settings["max_episode_length"]
+    for _ in range(episode_length):
+        due = goal_schedule(steps_to_change, settings, g)
+        if due.any():
+            count = int(due.sum())
+            target_dir[due], target_speed[due] = unit(count), speeds(count)
+        dv = target_speed[:, None] * target_dir - vel
+        norm = dv.norm(dim=-1, keepdim=True)
+        vel = vel + dv * (torch.clamp(norm, max=max_dv) / norm.clamp_min(1e-12))
+        direction_error, speed_error = heading_errors(vel, target_dir, target_speed)
+        direction_sum += float(direction_error.sum())
+        speed_sum += float(speed_error.sum())
+    steps = n * episode_length
+    return {"accel_m_s2": accel, "direction_error_rad": round(direction_sum / steps, 3),
+            "speed_error_m_s": round(speed_sum / steps, 3)}
+
+
 def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--location-speeds", type=float, nargs="+", default=[0.8, 1.0, 1.5, 2.0, 3.0])
-    parser.add_argument("--heading-turn-rates", type=float, nargs="+", default=[0.5, 1.0, 1.5, 2.0, 4.0])
+    parser.add_argument("--heading-turn-rates", type=float, nargs="+", default=[0.5, 1.0, 1.07, 1.5, 2.0, 4.0])
+    parser.add_argument("--heading-accels", type=float, nargs="+", default=[1.0, 1.5, 2.0, 3.0])
     parser.add_argument("--episodes", type=int, default=20_000)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", action="store_true")
@@ -138,6 +181,7 @@ def main(argv=None) -> dict:
     result = {
         "location": [location_ceiling(v, location, args.episodes, args.seed) for v in args.location_speeds],
         "heading": [heading_ceiling(w, heading, args.episodes, args.seed) for w in args.heading_turn_rates],
+        "heading_accel": [heading_accel_ceiling(a, heading, args.episodes, args.seed) for a in args.heading_accels],
         "episodes": args.episodes,
     }
     if args.json:
@@ -147,7 +191,10 @@ def main(argv=None) -> dict:
             print(f"Location, moving at {row['speed_m_s']:.1f} m/s: success {row['success_rate']:.3f}, "
                   f"final distance {row['final_distance_m']:.2f} m")
         for row in result["heading"]:
-            print(f"Heading, turning at {row['turn_rate_rad_s']:.1f} rad/s: direction error "
+            print(f"Heading, turning at {row['turn_rate_rad_s']:.2f} rad/s: direction error "
+                  f"{row['direction_error_rad']:.3f} rad, speed error {row['speed_error_m_s']:.3f} m/s")
+        for row in result["heading_accel"]:
+            print(f"Heading, redirecting its velocity at {row['accel_m_s2']:.1f} m/s^2: direction error "
                   f"{row['direction_error_rad']:.3f} rad, speed error {row['speed_error_m_s']:.3f} m/s")
     return result
 

@@ -46,3 +46,16 @@ def test_heading_bounds():
     assert instant["direction_error_rad"] < 1e-6 and instant["speed_error_m_s"] < 1e-6
     one, two = (ceiling.heading_ceiling(w, settings, num_episodes=2000) for w in (1.0, 2.0))
     assert two["direction_error_rad"] < one["direction_error_rad"] < frozen["direction_error_rad"]
+
+
+def test_heading_by_acceleration_bounds():
+    """The release's Heading lets a character redirect its velocity without turning its body:
+    velocity changing at 1.5 m/s^2 averages about 0.30 rad, within the 0.35 rad target."""
+    settings = ceiling.task_settings("HumanoidHeading")
+    frozen = ceiling.heading_accel_ceiling(0.0, settings, num_episodes=4000)
+    assert frozen["direction_error_rad"] == pytest.approx(math.pi / 2, rel=0.03)
+    instant = ceiling.heading_accel_ceiling(1000.0, settings, num_episodes=200)
+    assert instant["direction_error_rad"] < 1e-6 and instant["speed_error_m_s"] < 1e-6
+    errors = [ceiling.heading_accel_ceiling(a, settings, num_episodes=2000)["direction_error_rad"] for a in (1.0, 1.5, 2.0)]
+    assert errors[2] < errors[1] < errors[0]
+    assert errors[1] == pytest.approx(0.30, abs=0.02) and errors[0] > 0.35
