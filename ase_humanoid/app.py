@@ -18,7 +18,7 @@ from omegaconf import DictConfig, ListConfig, OmegaConf, open_dict
 from ase_humanoid.builders import build_agent, build_env, resolve_path
 from ase_humanoid.checkpoint_config import compose_run_config
 from ase_humanoid.config import saved_value
-from ase_humanoid.errors import CheckpointError, ConfigError
+from ase_humanoid.errors import AseHumanoidError, CheckpointError, ConfigError
 from ase_humanoid.utils import distributed as dist_utils
 from ase_humanoid.utils.checkpoint import POLICY_ENTRIES, RESUME_ENTRIES, load_checkpoint, require_entries
 from ase_humanoid.utils.checks import input_file_problem
@@ -190,16 +190,22 @@ def repair_logs_for_resume(run_dir: Path, epoch: int, global_step: int) -> int:
 
 
 def train(cfg: DictConfig, rank: int = 0, world_size: int = 1) -> Path:
-    from ase_humanoid.run_dir import hold_run_dir
+    from ase_humanoid.run_dir import RunFolderFootprint, hold_run_dir
 
     run_dir, resume_from = locate_run_dir(cfg)
+    footprint = RunFolderFootprint(run_dir) if rank == 0 else None
+    started = []  # set once training begins: from then on the folder is the run's
     # Rank 0 (the only writer) holds the folder for the whole run, before reading anything in it.
     try:
         with hold_run_dir(run_dir) if rank == 0 else contextlib.nullcontext():
-            return train_in_run_dir(cfg, run_dir, resume_from, rank, world_size)
+            return train_in_run_dir(cfg, run_dir, resume_from, rank, world_size, on_start=lambda: started.append(1))
     except KeyboardInterrupt:
         if rank == 0:
             print(interrupted_message(run_dir), file=sys.stderr, flush=True)
+        raise
+    except AseHumanoidError:
+        if footprint is not None and not started:  # refused before training: leave nothing behind
+            footprint.undo()
         raise
 
 
@@ -212,7 +218,8 @@ def interrupted_message(run_dir: Path) -> str:
             f"python train.py resume=true run_dir={shlex.quote(str(run_dir))}")
 
 
-def train_in_run_dir(cfg: DictConfig, run_dir: Path, resume_from: Path | None, rank: int, world_size: int) -> Path:
+def train_in_run_dir(cfg: DictConfig, run_dir: Path, resume_from: Path | None, rank: int, world_size: int,
+                     on_start=lambda: None) -> Path:
     from ase_humanoid.run_dir import write_text_atomic
     from ase_humanoid.runner import Runner
     from ase_humanoid.utils.logger import TrainingLogger
@@ -260,6 +267,7 @@ def train_in_run_dir(cfg: DictConfig, run_dir: Path, resume_from: Path | None, r
         if precision is not None:
             print(precision, flush=True)
     logger = TrainingLogger(run_dir, int(cfg.max_epochs), enabled=is_main, purge_step=purge_step)
+    on_start()
     try:
         runner.learn(logger)
     finally:

@@ -9,6 +9,7 @@ import contextlib
 import json
 import os
 import re
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Iterator
@@ -121,6 +122,36 @@ def hold_run_dir(run_dir: Path) -> Iterator[None]:
         yield
     finally:
         os.close(fd)  # releases the lock
+
+
+class RunFolderFootprint:
+    """What a run adds to the file system before it trains, so that a refused run (a bad key, a
+    bad motion file, a missing checkpoint: any error before the first epoch) leaves the current
+    folder and the run root exactly as they were. Record before the folder is created; `undo`
+    removes only what was not there then: the folders made for the run (parents included), its
+    lock file and the paths of RUN_PATH_KINDS it created. A user's own files are never touched."""
+
+    def __init__(self, run_dir: Path):
+        self.run_dir = run_dir
+        self.made_folders = []  # the run folder and each missing parent, deepest first
+        folder = run_dir
+        while not (folder.exists() or folder.is_symlink()) and folder != folder.parent:
+            self.made_folders.append(folder)
+            folder = folder.parent
+        existing = set(os.listdir(run_dir)) if run_dir.is_dir() else set()
+        self.new_paths = [name for name in (LOCK_FILE, *RUN_PATH_KINDS) if name not in existing]
+
+    def undo(self) -> None:
+        for name in self.new_paths:
+            path = self.run_dir / name
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path, ignore_errors=True)
+            elif path.exists() or path.is_symlink():
+                with contextlib.suppress(OSError):
+                    path.unlink()
+        for folder in self.made_folders:  # deepest first; a folder holding anything else stays
+            with contextlib.suppress(OSError):
+                folder.rmdir()
 
 
 def remove_stale_temp_files(run_dir: Path) -> list[Path]:

@@ -200,3 +200,33 @@ def test_resampled_frame_count_matches_resample():
 
     clip = load_motion(CMU_BVH, dtype=torch.float64)
     assert clip.resampled_num_frames(45) == clip.resample(45).num_frames
+
+
+REFUSED_RUNS = [
+    ["task=HumanoidAMP", "num_envs=2", "train.params.learning_rate=inf"],
+    ["task=HumanoidAMP", "num_envs=2", "motion_file=bad/corrupt.npy"],
+    ["task=HumanoidAMP", "num_envs=2", "terrain=rough", "terrain.num_rows=-3"],
+    ["task=HumanoidAMP", "num_envs=2", "checkpoint=missing.pt"],
+    ["task=HumanoidHeading", "num_envs=2", "llc_checkpoint=missing.pt"],
+    ["task=HumanoidHeading", "num_envs=2", "llc_checkpoint=bad/corrupt.npy"],
+    ["task=HumanoidAMP", "num_envs=2", "run_dir=deep/new/run", "train.params.mini_epochs=0"],
+    ["resume=true", "run_dir=runs/nothing_here"],
+]
+
+
+@pytest.mark.parametrize("argv", REFUSED_RUNS, ids=lambda a: " ".join(a[1:]))
+def test_a_refused_run_leaves_nothing_behind(tmp_path, monkeypatch, argv):
+    """Refused before training (a bad number, a bad file, a missing checkpoint): the error says
+    why, and the current folder and the run root are exactly as they were (no runs/<task>_<time>/
+    with a .lock, no parent folders)."""
+    from ase_humanoid.app import run
+    from ase_humanoid.errors import AseHumanoidError
+
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "corrupt.npy").write_bytes(b"not a numpy file")
+    monkeypatch.chdir(tmp_path)
+    before = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*"))
+    with pytest.raises(AseHumanoidError):
+        run(argv)
+    after = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*"))
+    assert after == before
