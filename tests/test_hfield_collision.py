@@ -5,8 +5,10 @@ without a compiler (or when switched off) MuJoCo's routine stays, with a warning
 from __future__ import annotations
 
 import ctypes
+import hashlib
 import os
 import shutil
+import subprocess
 from pathlib import Path
 
 import mujoco
@@ -95,7 +97,8 @@ def test_without_a_compiler_mujocos_routine_stays(monkeypatch, tmp_path):
         assert not list((tmp_path / "cache").glob("*.so"))  # no half-built library left behind
         hfield_collision.uninstall_heightfield_fast_path()
         monkeypatch.setenv(hfield_collision.DISABLE_ENV, "1")
-        assert not hfield_collision.install_heightfield_fast_path()  # switched off: no build, no warning
+        with pytest.warns(RuntimeWarning, match=f"{hfield_collision.DISABLE_ENV}=1"):
+            assert not hfield_collision.install_heightfield_fast_path()  # switched off: no build
         assert heightfield_row() == stock
     finally:
         monkeypatch.undo()
@@ -104,17 +107,67 @@ def test_without_a_compiler_mujocos_routine_stays(monkeypatch, tmp_path):
 
 
 @needs_compiler
-def test_a_damaged_cached_library_is_named_and_mujocos_routine_stays(monkeypatch, tmp_path):
+@pytest.mark.parametrize("damage", ["garbage", "truncated", "no_hash"])
+def test_a_damaged_cached_library_is_rebuilt_before_it_is_loaded(monkeypatch, tmp_path, damage):
+    """A cached file that is not the build its recorded hash names (garbage, cut short, which
+    crashed the process with SIGBUS, or with no hash) is built again, never loaded as it is."""
     monkeypatch.setenv(hfield_collision.CACHE_ENV, str(tmp_path))
     library = hfield_collision.build_library()
-    library.write_bytes(b"not a shared library")
+    good = library.read_bytes()
+    if damage == "garbage":
+        library.write_bytes(b"not a shared library")
+    elif damage == "truncated":
+        library.write_bytes(good[: len(good) // 2])
+    else:
+        (tmp_path / (library.name + ".sha256")).unlink()
     hfield_collision.uninstall_heightfield_fast_path()
     try:
-        stock = heightfield_row()
-        with pytest.warns(RuntimeWarning, match=f"cannot load {library}"):
-            assert not hfield_collision.install_heightfield_fast_path()
-        assert heightfield_row() == stock
+        assert hfield_collision.install_heightfield_fast_path()
+        assert library.read_bytes() == good
     finally:
+        monkeypatch.undo()
+        hfield_collision.uninstall_heightfield_fast_path()
+        assert hfield_collision.install_heightfield_fast_path()
+
+
+PLANTED = r"""
+#include <stdio.h>
+__attribute__((constructor)) static void planted(void) {
+    FILE *f = fopen(MARKER, "w"); if (f) { fputs("ran", f); fclose(f); }
+}
+int ase_convex_hfield(void) { return 0; }
+void ase_set_mujoco_collider(int t, void *f) { (void)t; (void)f; }
+"""
+
+
+@needs_compiler
+@pytest.mark.parametrize("with_hash", [False, True])
+def test_a_library_planted_in_the_cache_never_runs(monkeypatch, tmp_path, with_hash):
+    """A shared object with a constructor placed under the cache's file name (with the expected
+    symbols, and even with a hash file made to match it) must not run: a build of ours replaces
+    it unless it is ours, and a cache folder others can write to is not used at all."""
+    cache, marker = tmp_path / "cache", tmp_path / "marker"
+    cache.mkdir(mode=0o700)
+    monkeypatch.setenv(hfield_collision.CACHE_ENV, str(cache))
+    target = hfield_collision.library_path()
+    source = tmp_path / "planted.c"
+    source.write_text(PLANTED)
+    compiler = os.environ.get("CC") or "cc"
+    subprocess.run([compiler, "-shared", "-fPIC", f'-DMARKER="{marker}"', str(source), "-o", str(target)], check=True)
+    if with_hash:  # a hash that matches: only the file modes and the owner's build protect then
+        target.chmod(0o777)
+        (cache / (target.name + ".sha256")).write_text(hashlib.sha256(target.read_bytes()).hexdigest())
+    hfield_collision.uninstall_heightfield_fast_path()
+    try:
+        assert hfield_collision.install_heightfield_fast_path()
+        assert not marker.exists()
+        hfield_collision.uninstall_heightfield_fast_path()
+        cache.chmod(0o777)  # a folder anyone may write into: refused, MuJoCo's routine stays
+        with pytest.warns(RuntimeWarning, match="writable by others"):
+            assert not hfield_collision.install_heightfield_fast_path()
+        assert not marker.exists()
+    finally:
+        cache.chmod(0o700)
         monkeypatch.undo()
         hfield_collision.uninstall_heightfield_fast_path()
         assert hfield_collision.install_heightfield_fast_path()

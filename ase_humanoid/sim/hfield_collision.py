@@ -13,6 +13,12 @@ with the C compiler in `$CC` or `cc`) and puts the function into MuJoCo's public
 (`mjCOLLISIONFUNC`, mujoco.h) for heightfield pairs, for the whole process. Without a compiler, on
 Windows, or with `ASE_HUMANOID_STOCK_HFIELD=1`, MuJoCo's own routine stays (a warning says why):
 the same physics, slower on terrain. MuJoCo Warp and flat ground (a plane) are not affected.
+
+Loading a shared library runs its code, so only one this project built for this user is loaded:
+the cache folder must be the user's own and writable by nobody else (it is created owner-only;
+another is refused with a warning), each build records the library's SHA-256 beside it, and a
+cached file is loaded only when it is the user's, not writable by others, and matches its
+recorded hash. Anything else (a planted or truncated file, a missing hash) is rebuilt first.
 """
 
 from __future__ import annotations
@@ -49,13 +55,14 @@ def install_heightfield_fast_path() -> bool:
     if _tried[0]:
         return False
     _tried[0] = True
-    if os.environ.get(DISABLE_ENV, "") not in ("", "0"):
-        return False
     try:
+        if os.environ.get(DISABLE_ENV, "") not in ("", "0"):
+            raise FastPathUnavailable(f"{DISABLE_ENV}={os.environ[DISABLE_ENV]}")
         library = build_library()
         try:
             fast = ctypes.CDLL(str(library))
-        except OSError as exc:  # e.g. a damaged cache file: removing it makes the next run rebuild it
+            fast.ase_convex_hfield, fast.ase_set_mujoco_collider  # noqa: B018 (both symbols, or refuse)
+        except (OSError, AttributeError) as exc:
             raise FastPathUnavailable(f"cannot load {library}: {exc}") from exc
         _patch_table(fast)
     except FastPathUnavailable as exc:
@@ -79,23 +86,66 @@ def is_installed() -> bool:
     return bool(_installed)
 
 
+def cache_folder() -> Path:
+    return Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "ase_humanoid")
+
+
+def library_path() -> Path:
+    """Where this MuJoCo's build of the fast path is cached (its name holds the MuJoCo version
+    and a hash of the source and headers' folder)."""
+    include = Path(mujoco.__file__).parent / "include"
+    key = hashlib.sha256(SOURCE.read_bytes() + mujoco.__version__.encode() + str(include).encode()).hexdigest()[:16]
+    return cache_folder() / f"hfield_collision-{mujoco.__version__}-{key}.so"
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _digest_path(library: Path) -> Path:
+    return library.with_name(library.name + ".sha256")
+
+
+def _check_private(path: Path, what: str) -> None:
+    """FastPathUnavailable unless `path` belongs to this user and nobody else may write it."""
+    info = path.stat()
+    if hasattr(os, "getuid") and info.st_uid != os.getuid():
+        raise FastPathUnavailable(f"{what} {path} belongs to another user")
+    if info.st_mode & 0o022:
+        raise FastPathUnavailable(f"{what} {path} is writable by others (chmod go-w it, or set {CACHE_ENV})")
+
+
+def _verified(library: Path) -> bool:
+    """Whether the cached `library` is this user's own, unchanged build."""
+    digest = _digest_path(library)
+    try:
+        if not (library.is_file() and digest.is_file()):
+            return False
+        _check_private(library, "cached library")
+        return digest.read_text().strip() == _digest(library)
+    except (OSError, FastPathUnavailable):
+        return False
+
+
 def build_library() -> Path:
-    """The compiled fast path for this MuJoCo (built now if not cached); FastPathUnavailable when
-    it cannot be built."""
+    """The compiled fast path for this MuJoCo: the cached build when it verifies, else built now
+    (with its hash recorded); FastPathUnavailable when it cannot be built or the cache folder is
+    not private."""
     if sys.platform == "win32":
         raise FastPathUnavailable("not built on Windows")
     include = Path(mujoco.__file__).parent / "include"
     if not (include / "mujoco" / "mjdata.h").is_file():
         raise FastPathUnavailable(f"no MuJoCo headers in {include}")
-    source = SOURCE.read_bytes()
-    key = hashlib.sha256(source + mujoco.__version__.encode() + str(include).encode()).hexdigest()[:16]
-    cache = Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "ase_humanoid")
-    target = cache / f"hfield_collision-{mujoco.__version__}-{key}.so"
-    if target.is_file():
+    cache, target = cache_folder(), library_path()
+    try:
+        cache.mkdir(mode=0o700, parents=True, exist_ok=True)
+        _check_private(cache, "cache folder")
+    except OSError as exc:
+        raise FastPathUnavailable(f"cache folder {cache}: {exc}") from exc
+    if _verified(target):
         return target
     compiler = os.environ.get("CC") or "cc"
     try:
-        cache.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=".hfield_collision.", suffix=".so", dir=cache)
         os.close(fd)
     except OSError as exc:
@@ -105,11 +155,19 @@ def build_library() -> Path:
                                 capture_output=True, text=True, timeout=120)
         if result.returncode != 0:
             raise FastPathUnavailable(f"{compiler} failed: {result.stderr.strip()[-300:]}")
+        os.chmod(tmp, 0o700)
+        digest = _digest(Path(tmp))
         os.replace(tmp, target)  # atomic: processes building at once each put a complete file
+        fd, tmp_digest = tempfile.mkstemp(prefix=".hfield_collision.", suffix=".sha256", dir=cache)
+        with os.fdopen(fd, "w") as out:
+            out.write(digest + "\n")
+        os.replace(tmp_digest, _digest_path(target))
     except (OSError, subprocess.SubprocessError) as exc:
         raise FastPathUnavailable(f"no C compiler ({compiler}: {exc})") from exc
     finally:
         Path(tmp).unlink(missing_ok=True)
+    if not _verified(target):  # another process replaced it meanwhile with something else
+        raise FastPathUnavailable(f"{target} changed while it was built")
     return target
 
 
