@@ -131,6 +131,8 @@ def use_saved_motion_file(saved: dict, cfg: DictConfig) -> None:
     saved_motion = trained_motion_file(saved)
     if cfg.get("motion_file") is not None or not saved_motion or saved_value(saved, "task.name") != cfg.task.name:
         return
+    if saved_value(saved, "robot.name") not in (None, cfg.robot.name):
+        return  # another humanoid's data would not load; the robot mismatch is reported with the policy
     if not Path(resolve_path(saved_motion)).exists():
         print(f"note: checkpoint {cfg.checkpoint} was trained with motion_file={saved_motion}, which is not "
               "here; evaluating with the task's default", file=sys.stderr, flush=True)

@@ -12,6 +12,7 @@ import torch
 
 from ase_humanoid.app import run
 from ase_humanoid.errors import CheckpointError
+from ase_humanoid.paths import PROJECT_ROOT
 from ase_humanoid.utils import shipped_models
 from ase_humanoid.utils.checkpoint import load_checkpoint, save_checkpoint
 from ase_humanoid.utils.shipped_models import card_metrics, read_checksums, sha256_of
@@ -232,3 +233,30 @@ def test_a_run_from_trained_weights_acts_with_the_configured_action_std(shipped,
     # left at the profile's value, the run keeps the std it had (nothing printed)
     run([*TINY_ASE, f"run_dir={tmp_path / 'same'}", f"checkpoint={source}", "resume=false", *TRAIN])
     assert "action std" not in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("damage", ["deleted", "emptied", "a_folder"])
+def test_shipped_models_are_refused_without_their_checksum_list(tmp_path, monkeypatch, damage):
+    """In pretrained/ the checksum list cannot be switched off: with it deleted, emptied or
+    replaced by a folder, a shipped model (even an intact one) is refused, naming the list."""
+    import shutil
+
+    from ase_humanoid.utils import shipped_models
+    from ase_humanoid.utils.checkpoint import load_checkpoint
+
+    folder = tmp_path / "pretrained"
+    folder.mkdir()
+    name = "heading_amp_humanoid.pt"
+    shutil.copy(PROJECT_ROOT / "pretrained" / name, folder / name)
+    sums = shipped_models.read_checksums(PROJECT_ROOT / "pretrained")
+    shipped_models.write_checksums(folder, {name: sums[name]})
+    monkeypatch.setattr(shipped_models, "PRETRAINED_DIR", folder)
+    load_checkpoint(folder / name)  # intact and listed: loads
+    listing = folder / shipped_models.CHECKSUM_FILE
+    listing.unlink()
+    if damage == "emptied":
+        listing.write_text("")
+    elif damage == "a_folder":
+        listing.mkdir()
+    with pytest.raises(CheckpointError, match="checksum list"):
+        load_checkpoint(folder / name)

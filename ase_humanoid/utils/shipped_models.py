@@ -89,8 +89,21 @@ def verify_shipped(path: Path) -> None:
     """CheckpointError unless `path`, a file in a folder with a SHA256SUMS, matches its listed
     checksum (a file in such a folder but not listed is refused too)."""
     path = Path(path)
-    sums = read_checksums(path.parent)
-    if not sums:
+    listing = path.parent / CHECKSUM_FILE
+    shipped_folder = path.parent.resolve() == PRETRAINED_DIR.resolve()
+    if shipped_folder or listing.exists() or listing.is_symlink():
+        # In pretrained/ the list must be there: deleting, emptying or replacing it must not
+        # turn the check off for every shipped model.
+        if not listing.is_file():
+            what = "is missing" if not (listing.exists() or listing.is_symlink()) else "is not a file"
+            raise CheckpointError(f"'{path}': its checksum list {listing} {what}; restore it with git checkout")
+        try:
+            sums = read_checksums(path.parent)
+        except OSError as exc:
+            raise CheckpointError(f"'{path}': its checksum list {listing} cannot be read: {exc}") from exc
+        if not sums:
+            raise CheckpointError(f"'{path}': its checksum list {listing} lists nothing; restore it with git checkout")
+    else:
         return
     expected = sums.get(path.name)
     if expected is None:
