@@ -184,3 +184,24 @@ def test_export_errors_name_the_problem(tmp_path):
 def test_command_line_tool_reports_errors(tmp_path, capsys):
     assert load_tool().main([str(tmp_path / "missing.pt"), "--out", str(tmp_path / "x.onnx")]) == 2
     assert "does not exist" in capsys.readouterr().err
+
+
+def test_export_check_fails_beyond_its_tolerance(tmp_path, capsys, monkeypatch):
+    """The tool's own check has a threshold: networks that differ from the exported file (a
+    checkpoint replaced while the tool read it) end with exit status 1, not a printed number."""
+    import ase_humanoid.policy_export as policy_export
+
+    agent = amp_agent()
+    checkpoint = run_checkpoint(tmp_path, agent, "amp")
+    read, calls = policy_export.read_policy_state, []
+
+    def changed_meanwhile(path):  # the export reads the first version, the check the second
+        state, config = read(path)
+        calls.append(path)
+        if len(calls) > 1:
+            state = dict(state, model={k: v + 0.5 if v.is_floating_point() else v for k, v in state["model"].items()})
+        return state, config
+
+    monkeypatch.setattr(policy_export, "read_policy_state", changed_meanwhile)
+    assert load_tool().main([str(checkpoint), "--out", str(tmp_path / "amp.pt2")]) == 1
+    assert "tolerance" in capsys.readouterr().err

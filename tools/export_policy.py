@@ -12,7 +12,7 @@ The observation normaliser is folded in: the model takes the env's raw observati
 robot's action mapping). A `.json` next to the output names every file's inputs, outputs and
 sizes, the control rate and, for HRL, llc_steps. The written files are loaded back and checked
 against the PyTorch modules on 100 random observations (ONNX with onnxruntime where installed;
-`--no-check` skips it). ONNX needs `pip install 'ase_humanoid[export]'` (onnx, onnxscript,
+`--no-check` skips it); a difference above 1e-4 (EXPORT_TOLERANCE) is an error, exit status 1. ONNX needs `pip install 'ase_humanoid[export]'` (onnx, onnxscript,
 onnxruntime).
 """
 
@@ -26,6 +26,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from ase_humanoid.errors import AseHumanoidError  # noqa: E402
+
+
+# Largest |exported - torch| accepted: float32 kernels of ONNX Runtime and torch differ by 1e-6
+# or so on these networks; a wrong export (or a checkpoint changed while it was read) by 1e-1 and more.
+EXPORT_TOLERANCE = 1e-4
 
 
 def max_export_error(path: Path, model, samples: int = 100) -> float:
@@ -78,8 +83,16 @@ def main(argv=None) -> int:
                     return 0
             agent_state, run_config = read_policy_state(args.checkpoint)
             models = policy_models(agent_state, args.robot or robot_name_of(run_config))
+            worst = 0.0
             for model, path in zip(models, paths):
-                print(f"{path.name}: max |exported - torch| = {max_export_error(path, model):.2e} on 100 inputs")
+                error = max_export_error(path, model)
+                worst = max(worst, error)
+                print(f"{path.name}: max |exported - torch| = {error:.2e} on 100 inputs")
+            if not worst <= EXPORT_TOLERANCE:  # NaN fails too
+                print(f"error: the exported files differ from the checkpoint's networks by {worst:.2e} "
+                      f"(tolerance {EXPORT_TOLERANCE:g}); was {args.checkpoint} changed while it was read?",
+                      file=sys.stderr)
+                return 1
     except AseHumanoidError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
