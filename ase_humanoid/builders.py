@@ -6,6 +6,7 @@ imports the other.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +43,24 @@ def motion_file_for(cfg: DictConfig) -> str | None:
     return resolve_path(defaults[cfg.robot.name])
 
 
+def warn_about_llc_choice(cfg: DictConfig, llc_path: str, llc_state: dict) -> None:
+    """Say so when the low-level controller is not what it seems: a task policy evaluated on a
+    controller other than the one it was trained on, or a task policy given as llc_checkpoint
+    (its own controller is then used)."""
+    if saved_value(llc_state, "agent.algo") == "HRLAgent" and cfg.llc_checkpoint:
+        print(f"note: llc_checkpoint={cfg.llc_checkpoint} is a hierarchical task policy "
+              f"({saved_value(llc_state.get('config'), 'task.name')}); using the controller it carries",
+              file=sys.stderr, flush=True)
+    if not (cfg.test and cfg.checkpoint and cfg.llc_checkpoint):
+        return
+    from ase_humanoid.utils.checkpoint import load_checkpoint_config
+
+    trained_on = saved_value(load_checkpoint_config(resolve_path(cfg.checkpoint)) or {}, "llc_checkpoint")
+    if trained_on and Path(resolve_path(trained_on)).resolve() != Path(llc_path).resolve():
+        print(f"warning: {cfg.checkpoint} was trained on the controller {trained_on}; evaluating it on "
+              f"{cfg.llc_checkpoint} (leave llc_checkpoint out to use its own)", file=sys.stderr, flush=True)
+
+
 def build_env(cfg: DictConfig, rank: int = 0):
     from ase_humanoid.envs import make_env
 
@@ -60,6 +79,7 @@ def build_env(cfg: DictConfig, rank: int = 0):
             use_shipped_llc(cfg)
         llc_path = resolve_path(cfg.llc_checkpoint or cfg.checkpoint or resumed)
         llc_state = read_llc_checkpoint(llc_path, str(cfg.device))  # read once: steps here, LLC below
+        warn_about_llc_choice(cfg, llc_path, llc_state)
         # The LLC's discriminator rates the task env's AMP observations: same history length.
         # Written back into cfg so config.yaml and this run's checkpoints record the value used.
         steps = saved_value(llc_state.get("config"), "task.env.num_amp_obs_steps")

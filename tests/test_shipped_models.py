@@ -260,3 +260,14 @@ def test_shipped_models_are_refused_without_their_checksum_list(tmp_path, monkey
         listing.mkdir()
     with pytest.raises(CheckpointError, match="checksum list"):
         load_checkpoint(folder / name)
+
+
+def test_a_task_policy_on_another_controller_is_named(capsys):
+    """test=true with a task policy and an llc_checkpoint other than the one it was trained on
+    evaluates on the given one, but says so; its own controller gives no warning."""
+    common = ["test=true", "checkpoint=pretrained/heading_amp_humanoid.pt", "test_episodes=1", "num_envs=1",
+              "num_threads=1", "task.env.max_episode_length=5"]
+    run([*common, "llc_checkpoint=pretrained/ase_llc_amp_humanoid.pt"])
+    assert "was trained on the controller pretrained/ase_llc_amp_humanoid_walk.pt" in capsys.readouterr().err
+    run([*common, "llc_checkpoint=pretrained/ase_llc_amp_humanoid_walk.pt"])
+    assert "was trained on the controller" not in capsys.readouterr().err
