@@ -40,11 +40,32 @@ def existing_run_files(run_dir: Path) -> list[str]:
 
 
 def refuse_existing_run(run_dir: Path) -> None:
-    """A new run must not replace another run's latest.pt or append to its metrics.jsonl."""
+    """A new run must not replace another run's latest.pt or append to its metrics.jsonl. A run
+    that never wrote a checkpoint (stopped, or its disk full, before the first one) has nothing
+    to resume: its logs go and a new run starts there."""
     found = existing_run_files(run_dir)
+    if found and not (run_dir / "latest.pt").exists() and not any(run_dir.glob("epoch_*.pt")):
+        clear_unstarted_run(run_dir)
+        return
     if found:
         raise ConfigError(f"run_dir '{run_dir}' already holds a run ({', '.join(found)}); continue it with "
                           "resume=true, or give a new run_dir (or delete the folder) to start over")
+
+
+def clear_unstarted_run(run_dir: Path) -> None:
+    """Remove the files of a run that wrote no checkpoint (RUN_PATH_KINDS only), saying so."""
+    removed = []
+    for name in RUN_PATH_KINDS:
+        path = run_dir / name
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        elif path.is_file() or path.is_symlink():
+            path.unlink()
+        else:
+            continue
+        removed.append(name)
+    print(f"note: {run_dir} held a run that wrote no checkpoint ({', '.join(removed)}); starting afresh there",
+          flush=True)
 
 
 # What a run writes in its folder, by kind: a folder where a file goes (or the reverse) would fail

@@ -26,6 +26,7 @@ from ase_humanoid.envs.motion_quality import MotionQualityProbe
 from ase_humanoid.errors import TrainingError
 from ase_humanoid.utils.cpu_threads import UpdateThreadChooser
 from ase_humanoid.utils.interrupts import interrupts_held
+from ase_humanoid.errors import CheckpointError
 from ase_humanoid.utils.checkpoint import RESUME_ENTRIES, load_checkpoint, require_entries, save_checkpoint
 from ase_humanoid.utils.logger import TrainingLogger
 
@@ -206,6 +207,18 @@ class Runner:
         every `save_every` epochs."""
         if not self.is_main:
             return
+        try:
+            self._save(force)
+        except CheckpointError as exc:  # a full disk: one line saying what is intact and what to do
+            if self._latest_epoch >= 0 or (self.run_dir / "latest.pt").is_file():
+                then = "continue with resume=true once there is room"
+                kept = f"the last checkpoint ({self.run_dir / 'latest.pt'}) is intact; "
+            else:
+                then = "the folder holds no checkpoint yet: free room and run the same command again"
+                kept = ""
+            raise CheckpointError(f"{exc}; {kept}{then}") from exc
+
+    def _save(self, force: bool) -> None:
         with interrupts_held():  # Ctrl-C waits for the checkpoint and its journal commit
             if force or self.epoch % self.checkpoint_every == 0:
                 save_checkpoint(self.state_dict(), self.run_dir / "latest.pt")

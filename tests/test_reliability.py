@@ -510,3 +510,55 @@ def test_full_disk_keeps_the_old_config_and_fails_the_write_check(tmp_path):
     result = subprocess.run([sys.executable, "-c", FULL_DISK_SCRIPT, str(tmp_path)], capture_output=True,
                             text=True, timeout=120)
     assert result.returncode == 0, result.stderr[-2000:] + result.stdout[-500:]
+
+
+# A training run under a file-size limit: latest.pt (about 4 MB here) cannot be written, the
+# logs and config (a few KB) can, as when a disk fills up at the first checkpoint.
+FULL_DISK_TRAIN_SCRIPT = """
+import resource, signal, sys
+from ase_humanoid.app import run
+from ase_humanoid.errors import AseHumanoidError
+
+run_dir, max_epochs, limited = sys.argv[1], sys.argv[2], sys.argv[3] == "1"
+small = %r
+if limited:
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # EFBIG, as ENOSPC on a full disk
+    resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 20, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
+args = ["task=HumanoidAMP", "num_envs=4", f"max_epochs={max_epochs}", f"run_dir={run_dir}", *small]
+if sys.argv[4] == "resume":
+    args = ["resume=true", f"run_dir={run_dir}", f"max_epochs={max_epochs}"]
+try:
+    run(args)
+except AseHumanoidError as exc:
+    print(f"error: {exc}", file=sys.stderr)
+    sys.exit(2)
+""" % (SMALL,)
+
+
+def _train_limited(run_dir, max_epochs, limited, mode="new"):
+    import subprocess
+    import sys
+
+    return subprocess.run([sys.executable, "-c", FULL_DISK_TRAIN_SCRIPT, str(run_dir), str(max_epochs),
+                           "1" if limited else "0", mode], capture_output=True, text=True, timeout=300)
+
+
+def test_a_full_disk_at_a_checkpoint_ends_in_one_line_and_loses_nothing(tmp_path):
+    run_dir = tmp_path / "run"
+    # the first checkpoint does not fit: one line, no traceback; the folder starts afresh later
+    first = _train_limited(run_dir, 1, limited=True)
+    assert first.returncode == 2 and "Traceback" not in first.stderr, first.stderr[-2000:]
+    assert "could not write" in first.stderr and "no checkpoint yet" in first.stderr
+    assert not (run_dir / "latest.pt").exists() and not list(run_dir.glob(".latest.pt.*"))
+    again = _train_limited(run_dir, 1, limited=False)
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert "starting afresh" in again.stdout and load_checkpoint(run_dir / "latest.pt")["epoch"] == 1
+    # a later checkpoint that does not fit keeps the last one, and the run resumes from it
+    before = (run_dir / "latest.pt").read_bytes()
+    full = _train_limited(run_dir, 2, limited=True, mode="resume")
+    assert full.returncode == 2 and "Traceback" not in full.stderr, full.stderr[-2000:]
+    assert "is intact" in full.stderr and "resume=true" in full.stderr
+    assert (run_dir / "latest.pt").read_bytes() == before
+    resumed = _train_limited(run_dir, 2, limited=False, mode="resume")
+    assert resumed.returncode == 0, resumed.stderr[-2000:]
+    assert load_checkpoint(run_dir / "latest.pt")["epoch"] == 2

@@ -47,7 +47,15 @@ def save_checkpoint(state: dict[str, Any], path: str | os.PathLike) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     state = plain_data(state)
-    return write_atomic(path, lambda f: torch.save(state, f))
+    try:
+        return write_atomic(path, lambda f: torch.save(state, f))
+    except OSError as exc:
+        raise CheckpointError(f"could not write '{path}': {exc.strerror or exc}") from exc
+    except RuntimeError as exc:
+        # torch's zip writer reports a short write (a full disk) as "unexpected pos N vs M"
+        if "unexpected pos" not in str(exc) and "write" not in str(exc).lower():
+            raise
+        raise CheckpointError(f"could not write '{path}' (is the disk full?): {str(exc)[:160]}") from exc
 
 
 def _legacy_numpy_globals() -> list:
