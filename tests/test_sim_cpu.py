@@ -268,3 +268,20 @@ def test_sword_shield_humanoid_steps_with_its_own_layout():
     assert torch.isfinite(state.body_pos).all()
     assert sim.qpos_for_render(1).shape == (sim.mj_model.nq,)
     sim.close()
+
+
+def test_mujoco_warnings_become_python_warnings_not_a_log_file(tmp_path, monkeypatch):
+    """A huge qpos makes MuJoCo warn; the warning is a RuntimeWarning and no MUJOCO_LOG.TXT
+    appears in the current folder (MuJoCo's default writes one there)."""
+    import mujoco
+
+    import ase_humanoid.sim  # noqa: F401  (routes MuJoCo's warnings on import)
+    from ase_humanoid.robots import build_scene_spec, load_robot
+
+    monkeypatch.chdir(tmp_path)
+    model = build_scene_spec(load_robot("amp_humanoid")).compile()
+    data = mujoco.MjData(model)
+    data.qpos[2] = 1e30
+    with pytest.warns(RuntimeWarning, match="MuJoCo: Nan, Inf or huge value in QPOS"):
+        mujoco.mj_step(model, data)
+    assert list(tmp_path.iterdir()) == []
