@@ -304,4 +304,17 @@ def print_final_skill_report(cfg: DictConfig, run_dir: Path) -> None:
         return
     print(format_summary(report), flush=True)
     print(format_usability(report), flush=True)
-    print(f"next: python train.py task=HumanoidHeading llc_checkpoint={run_dir}", flush=True)
+    print(next_step_after_pretraining(report, run_dir, int(cfg.max_epochs)), flush=True)
+
+
+def next_step_after_pretraining(report: dict, run_dir: Path, max_epochs: int) -> str:
+    """What to do with the controller: train a task on it only when it meets its targets; else
+    continue the run (a command that works when pasted) or use a shipped controller."""
+    from ase_humanoid.skills import is_usable
+
+    folder = shlex.quote(str(run_dir))
+    if is_usable(report):
+        return f"next: python train.py task=HumanoidHeading llc_checkpoint={folder}"
+    return (f"next: this controller is not usable yet (a task trained on it inherits its falls and missing "
+            f"skills); train on with python train.py resume=true run_dir={folder} max_epochs={2 * max_epochs}, "
+            "or train a task on the shipped controller: python train.py task=HumanoidHeading")

@@ -185,7 +185,7 @@ def main(argv=None):
     check_output_paths(args)
     if args.every is not None:
         return measure_run(args)
-    from ase_humanoid.skills import format_summary
+    from ase_humanoid.skills import format_summary, format_usability
 
     report = measure(args)
     if args.json:
@@ -193,6 +193,8 @@ def main(argv=None):
     else:
         print(f"{args.checkpoint} (epoch {report['epoch']})")
         print(format_summary(report))
+        if report["getup"]["success_rate"] is not None:  # the verdict train.py's end report prints
+            print(format_usability(report))
         for key in ("video", "paths"):
             if key in report:
                 print(f"  {key}: {report[key]}")

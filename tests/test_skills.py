@@ -218,9 +218,10 @@ def test_speed_by_skill_gives_the_speed_of_the_latents_that_stayed_up():
     assert "[1 of 1 fell; none up]" in skill_speed_text(out["run"])
 
 
-def _report(fall_rate=0.05, error=9.0, counts=(2, 1, 3, 10, 0, 0), getup=0.8) -> dict:
+def _report(fall_rate=0.05, error=9.0, counts=(2, 1, 3, 10, 1, 1, 1, 1), getup=0.8) -> dict:
     names = ["amp_humanoid_walk", "amp_humanoid_run", "amp_humanoid_dance", "amp_humanoid_hop",
-             "amp_humanoid_backflip", "amp_humanoid_cartwheel"]
+             "amp_humanoid_backflip", "cmu_16_17_walk_turn_left_90", "cmu_135_04_front_kick_1",
+             "amp_humanoid_cartwheel"]
     return {"fall_rate": fall_rate, "key_body_error_cm": error, "clip_counts": dict(zip(names, counts)),
             "clip_coverage": sum(c > 0 for c in counts), "getup": {"success_rate": getup}}
 
@@ -243,13 +244,26 @@ def test_usability_names_each_target_it_misses():
     # each target missed alone, just past its limit
     assert usability(_report(fall_rate=USABLE_TARGETS["fall_rate"] + 0.01)) == {**usability(good), "fall_rate": False}
     assert not usability(_report(error=10.1))["key_body_error_cm"]
-    assert not usability(_report(counts=(2, 1, 3, 0, 0, 0)))["clip_coverage"]  # 3 clips
-    no_run = usability(_report(counts=(2, 0, 3, 10, 1, 0)))  # 4 clips, but no latent runs
-    assert no_run["clip_coverage"] and not no_run["locomotion"]
+    assert not usability(_report(counts=(2, 1, 3, 1, 1, 1, 1, 0)))["clip_coverage"]  # 7 of 8 clips
+    no_kick = usability(_report(counts=(2, 1, 3, 1, 1, 1, 0, 1)))  # no latent kicks
+    assert not no_kick["skill_kinds"]
     assert not usability(_report(getup=0.69))["getup_success_rate"]
-    text = format_usability(_report(counts=(2, 0, 3, 10, 1, 0), getup=0.0))
-    assert "walk yes, run no: NOT met" in text and "getup in 3 s: 0.00 (target >= 0.70): NOT met" in text
-    assert "not yet (2 of 5 targets missed)" in text
+    text = format_usability(_report(counts=(2, 0, 3, 10, 1, 1, 1, 1), getup=0.0))
+    assert "run no, turn yes, strike yes: NOT met" in text and "getup in 3 s: 0.00 (target >= 0.70): NOT met" in text
+    assert "not yet (3 of 5 targets missed)" in text and "use the controller as it is" not in text
+    # a dataset of six clips asks for all six, and only for the kinds it has
+    six = {"fall_rate": 0.05, "key_body_error_cm": 9.0, "getup": {"success_rate": 0.8}, "clip_coverage": 6,
+           "clip_counts": dict(zip(["amp_humanoid_walk", "amp_humanoid_run", "amp_humanoid_dance", "amp_humanoid_hop",
+                                    "amp_humanoid_backflip", "amp_humanoid_cartwheel"], (1, 1, 1, 1, 1, 1)))}
+    assert all(usability(six).values()) and "kinds of skill: run yes:" in format_usability(six)
+
+
+def test_the_next_step_builds_on_a_controller_only_when_it_is_usable(tmp_path):
+    from ase_humanoid.app import next_step_after_pretraining
+
+    assert "task=HumanoidHeading llc_checkpoint=" in next_step_after_pretraining(_report(), tmp_path, 100)
+    missed = next_step_after_pretraining(_report(fall_rate=1.0), tmp_path, 100)
+    assert "llc_checkpoint" not in missed and f"resume=true run_dir={tmp_path} max_epochs=200" in missed
 
 
 def test_finished_pretraining_ends_with_the_skill_report(tmp_path, capsys):
@@ -263,7 +277,7 @@ def test_finished_pretraining_ends_with_the_skill_report(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "skills: 2 fixed latents x 0.5 s" in out and "getup:" in out
     assert "usable controller?" in out and "verdict: " in out
-    assert f"next: python train.py task=HumanoidHeading llc_checkpoint={tmp_path}" in out
+    assert f"resume=true run_dir={tmp_path}" in out  # an untrained controller: train on, no task on it
 
 
 # ---------------------------------------------------------------------------- end to end
