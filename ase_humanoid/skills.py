@@ -514,7 +514,9 @@ def format_summary(report: dict) -> str:
     """A few human-readable lines of the report."""
     k = report["latents"]
     short = dict(zip(report["clip_counts"], short_clip_names(list(report["clip_counts"]))))
-    clips = ", ".join(f"{short[name]} {count}" for name, count in report["clip_counts"].items())
+    # the clips some latent does, most latents first (a dataset of 80 clips would fill the screen)
+    ranked = sorted(((count, name) for name, count in report["clip_counts"].items() if count > 0), reverse=True)
+    clips = ", ".join(f"{short[name]} {count}" for count, name in ranked) or "none"
 
     def ranged(key: str, unit: str) -> str:
         s = report[key]
@@ -536,7 +538,7 @@ def format_summary(report: dict) -> str:
         f"(seed {report['seed']})",
         f"  falls: {sum(report['per_latent']['fell'])}/{k} latents (fall rate {report['fall_rate']:.2f}); "
         f"key-body distance to the dataset {error:.1f} cm" if error is not None else "  no steps measured",
-        f"  clip coverage: {report['clip_coverage']} of {report['num_clips']} clips are a latent's skill ({clips})",
+        f"  clip coverage: {report['clip_coverage']} of {report['num_clips']} clips are a latent's skill: {clips}",
         f"  across latents: root speed {ranged('root_speed', 'm/s')}; turning {ranged('turn_rate', 'rad/s')}; "
         f"root height {ranged('root_height', 'm')}",
         f"  {travel_text(report['travel_direction'])}",
