@@ -206,7 +206,7 @@ def build_agent(cfg: DictConfig, env, rank: int = 0):
     if algo == "ase":
         if getattr(env, "uses_getup_reward", False) and config.task_reward_w <= 0:
             raise ConfigError("task.env.getup_reward=true (or in task.env.phases) is the env's reward, which the agent weighs with "
-                              f"train.params.task_reward_w ({config.task_reward_w} here): set it above 0 (2.0 in docs/TASKS.md)")
+                              f"train.params.task_reward_w ({config.task_reward_w} here): set it above 0 (2.0 in docs/research-notes.md)")
         return ASEAgent(obs_dim, action_dim, amp_obs_dim, env.num_envs, env.fetch_amp_obs_demo, config,
                         env.device, demo_keys=env,
                         mirror_maps=env.mirror_maps() if config.symmetric_actor else None)

@@ -658,7 +658,7 @@ def format_usability(report: dict) -> str:
          else "not measured",
          met["getup_success_rate"]),
     ]
-    lines = ["usable controller? (the targets of docs/TASKS.md, ASE pre-training)"]
+    lines = ["usable controller? (the targets of docs/research-notes.md, ASE pre-training)"]
     lines += [f"  {name}: {value}: {'met' if ok else 'NOT met'}" for name, value, ok in rows]
     lines.append("  verdict: usable for the hierarchical tasks" if all(met.values()) else
                  f"  verdict: not yet ({sum(not ok for ok in met.values())} of {len(met)} targets missed)")

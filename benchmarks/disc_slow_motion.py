@@ -19,7 +19,7 @@ lets a policy earn its style reward by posing slowly, which is safer than moving
 The encoder reward pulls the same way: a latent whose windows stay alike is the easiest to recognise.
 Measured on the CPU default's ASE controller, 2-frame windows: the frozen walk keeps 0.87 of the
 walk's reward at epoch 1300 and 0.74 at epoch 7000, and its walk latents move at 0.3 m/s against
-the clip's 1.5; docs/TASKS.md compares the release's 10-frame windows.
+the clip's 1.5; docs/research-notes.md compares the release's 10-frame windows.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 # The shipped getup controller (pretrained/ase_llc_amp_humanoid_getup.pt): the six-clip
 # controller of the default command (pretrained/ase_llc_amp_humanoid.pt) fine-tuned with the
 # getup reward (task.env.getup_reward, not in the ASE release) in two stages, about 2.3 hours
-# and 22.7 M samples on 2 CPU cores. docs/TASKS.md ("Getup without getup clips", "Squared getup
+# and 22.7 M samples on 2 CPU cores. docs/research-notes.md ("Getup without getup clips", "Squared getup
 # reward") says why each setting is there and what each stage measured.
 #
 #   bash examples/ase_getup_controller.sh [RUNS_FOLDER] [START_CHECKPOINT]
@@ -11,7 +11,7 @@
 # Run it again after an interruption: a finished stage is skipped, an unfinished one resumed.
 # A rerun is not the shipped run step for step (that one was resumed across sittings), and the
 # getup share moves by up to 0.2 from one checkpoint to the next: measure stage 2's checkpoints
-# (the commands printed at the end) and keep the best, as docs/TASKS.md did (epoch 1500).
+# (the commands printed at the end) and keep the best, as docs/research-notes.md did (epoch 1500).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 RUNS="${1:-runs/ase_getup}"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The symmetric walking controller of docs/TASKS.md ("Mirror symmetry"; not shipped): from
+# The symmetric walking controller of docs/research-notes.md ("Mirror symmetry"; not shipped): from
 # standing its latents walk at 1.2-1.7 m/s and turn both ways in mirrored pairs, about 1.5 hours
-# and 9.6 M samples on 2 CPU cores. docs/TASKS.md says why each step is there and what each
+# and 9.6 M samples on 2 CPU cores. docs/research-notes.md says why each step is there and what each
 # measured, and what Heading made of it.
 #
 #   bash examples/ase_symmetric_walk_controller.sh [RUNS_FOLDER]   # default runs/ase_walk_symmetric

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The shipped walking controller (pretrained/ase_llc_amp_humanoid_walk.pt) in two stages, about
-# 35 minutes and 7.6 M samples on 2 CPU cores. docs/TASKS.md ("A walking controller in stages")
+# 35 minutes and 7.6 M samples on 2 CPU cores. docs/research-notes.md ("A walking controller in stages")
 # says why each stage is there, what it measured, and the faster variants that a high-level
 # policy could not steer.
 #
@@ -17,7 +17,7 @@
 #
 # Run it again after an interruption: a finished stage is skipped, an unfinished one resumed.
 # The result depends on the seed: stage 1 with seed 7 walked at 0.67 m/s where seed 42 walked
-# at 1.06 (docs/TASKS.md); check each stage with benchmarks/ase_skills.py.
+# at 1.06 (docs/research-notes.md); check each stage with benchmarks/ase_skills.py.
 set -euo pipefail
 set -f  # the overrides hold [..]: no globbing
 cd "$(dirname "$0")/.."
@@ -45,7 +45,7 @@ stage stage1 1150 task=HumanoidASE robot="$ROBOT" motion_file="motions/dataset_$
 #    sword_shield: from stage 1 as it is, every latent of this stage turned left alike (0.24-0.36
 #    rad/s, directions of travel spanning 32 degrees), so its style output layer, which stage 1
 #    leaves near zero, is drawn afresh first (tools/redraw_style_layer.py) and the stage runs
-#    1000 epochs: directions spanning 156 degrees at 1.40 m/s (docs/TASKS.md).
+#    1000 epochs: directions spanning 156 degrees at 1.40 m/s (docs/research-notes.md).
 #    REDRAW_STYLE=1 does the same on the AMP humanoid (examples/ase_symmetric_walk_controller.sh).
 if [[ "$ROBOT" == sword_shield || "${REDRAW_STYLE:-0}" == 1 ]]; then
   [[ -f "$RUNS/stage1_redrawn.pt" ]] || \

@@ -76,7 +76,7 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
     return None
 
 
-# The package's layers, bottom first (docs/ARCHITECTURE.md "Layers"): a module imports only from
+# The package's layers, bottom first (docs/architecture.md "Layers"): a module imports only from
 # its own top-level part or from parts of a lower layer. The package root (`ase_humanoid/__init__`)
 # is the public face above all of them and nothing inside imports it.
 LAYERS = (

@@ -7,7 +7,7 @@ this project's constants. Every key of this project's train configuration must b
 compared with the release (RELEASE_TRAIN) or listed in OURS_ONLY with the reason; every key of
 the release's files is either compared or listed in RELEASE_UNMAPPED. Values this project sets
 differently on purpose are listed in DELIBERATE with the key that restores the release, and
-each must have its row in docs/TASKS.md's "Differences from the ASE release" table.
+each must have its row in docs/differences.md's "Differences from the ASE release" table.
 """
 
 from pathlib import Path
@@ -17,7 +17,7 @@ from omegaconf import OmegaConf
 
 from ase_humanoid.config import compose_config
 
-DOCS = Path(__file__).resolve().parents[1] / "docs" / "TASKS.md"
+DOCS = Path(__file__).resolve().parents[1] / "docs" / "differences.md"
 
 # ---------------------------------------------------------------------------------------------
 # Train configs. release key -> our key: mlp.units -> actor_units and critic_units (separate:
@@ -80,8 +80,8 @@ OURS_ONLY = {
     "enc_init_scale": "initialisation in the release's network code",
     "latent_uniformity_coef": "an extra loss of this project's, off (0.0) by default",
     "symmetric_actor": "this project's left-right symmetric actor, off (false) by default",
-    "checkpoint_amp_buffers": "exact resume (docs/TASKS.md differences table); no release counterpart",
-    "amp_replay_journal": "exact resume (docs/TASKS.md differences table); no release counterpart",
+    "checkpoint_amp_buffers": "exact resume (docs/differences.md differences table); no release counterpart",
+    "amp_replay_journal": "exact resume (docs/differences.md differences table); no release counterpart",
 }
 # Keys of the release's train YAML that have no key here, and why.
 RELEASE_UNMAPPED = {
@@ -145,7 +145,7 @@ for (_task, _robot, _source), _values in RELEASE_TASKS.items():
 
 # ---------------------------------------------------------------------------------------------
 # Deliberate differences: (where, key) -> (release value, the key that restores it). The key
-# must appear in docs/TASKS.md's differences table.
+# must appear in docs/differences.md's differences table.
 DELIBERATE = {
     ("HumanoidAMP", "local_root_obs"): (
         False, "task.env.local_root_obs=false",
@@ -167,7 +167,7 @@ def _compose(*overrides):
 
 def _differences_table() -> str:
     text = DOCS.read_text()
-    start = text.index("## Differences from the ASE release")
+    start = text.index("# Differences from the ASE release")
     end = text.find("\n## ", start + 1)
     return text[start:end if end > 0 else len(text)]
 
@@ -241,7 +241,7 @@ def _physics_timestep(cfg) -> float:
 def test_deliberate_differences_are_documented_and_in_effect():
     table = _differences_table()
     for (where, key), (release_value, restore, _reason) in DELIBERATE.items():
-        assert restore in table, f"{where}.{key}: no row restoring it with '{restore}' in docs/TASKS.md"
+        assert restore in table, f"{where}.{key}: no row restoring it with '{restore}' in docs/differences.md"
         if where == "train":
             assert compose_config(["sim=mujoco", "profile=paper"])[key] != release_value
         else:

@@ -1,6 +1,6 @@
 """`update_precision`: the update's hidden layers in bfloat16 under autocast (issue 22, item 3),
 its output heads in float32, and what `auto` picks. Small agents on random tensors, as in
-test_update_equivalence.py; the learning curves are compared in docs/TASKS.md."""
+test_update_equivalence.py; the learning curves are compared in docs/research-notes.md."""
 
 from __future__ import annotations
 

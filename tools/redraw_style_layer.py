@@ -9,7 +9,7 @@ of examples/ase_walk_controller.sh) ends with that layer near zero (mean |w| abo
 the latent hardly reaches the actor; ASE training started from it begins with latents that all
 act alike, and its encoder has nothing to tell apart. Drawing the layer's weights from
 U(-scale, scale) (the release's initialisation at scale 1) and keeping every other weight
-gives a walking policy whose latents differ from the first step (docs/TASKS.md, "Why the
+gives a walking policy whose latents differ from the first step (docs/research-notes.md, "Why the
 latents stay alike"). The bias is kept. The source file is never changed; the copy is written
 atomically and holds the same optimiser and buffers, which `resume=false` does not load.
 """

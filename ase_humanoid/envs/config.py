@@ -123,7 +123,7 @@ class HumanoidASEConfig(HumanoidEnvConfig):
     fall_init_prob: float = 0.1  # a reset starts from a state of the fall pool
     fall_pool_size: int | None = None  # None: max(num_envs, 64)
     fall_steps: int = 75  # control steps (2.5 s) simulated to make the fall pool, as the release
-    # Not in the release (docs/TASKS.md, "Getup without getup clips"): during a getup episode's
+    # Not in the release (docs/research-notes.md, "Getup without getup clips"): during a getup episode's
     # grace period the env's reward is the head's height as a share of its standing height, in
     # [0, 1]; the agent weighs it with train.params.task_reward_w (0 in cfg/train/ase.yaml).
     getup_reward: bool = False
@@ -133,7 +133,7 @@ class HumanoidASEConfig(HumanoidEnvConfig):
     # Not in the release: settings that change during training, each entry {from_epoch: N,
     # key: value, ...} with keys of PHASE_KEYS, in effect once N epochs are done (later entries
     # on top of earlier ones), so one run can pre-train as the release does and then learn to
-    # get up (docs/TASKS.md). Empty: the settings above throughout.
+    # get up (docs/research-notes.md). Empty: the settings above throughout.
     phases: list[dict] = dataclasses.field(default_factory=list)
 
     def validate(self) -> None:

@@ -19,7 +19,7 @@ On top of the AMP humanoid (the ASE agent brings the latents, encoder and divers
   period the env's reward is the head's height above the ground as a share of its height in
   the standing pose, clipped to [0, 1] and raised to `getup_reward_power` (1), a dense signal
   for getting up where the dataset holds no getup motion for the discriminator to reward
-  (docs/TASKS.md). 0 at every other step.
+  (docs/research-notes.md). 0 at every other step.
 * **Phases** (`phases`, empty by default; not in the release): entries `{from_epoch: N, key:
   value, ...}` change the settings above (`PHASE_KEYS`) once the trainer has done N epochs
   (`set_training_epoch`), so one run can pre-train as the release does and then learn to get

@@ -3,7 +3,7 @@ at a constant rate), and mirror images (left and right swapped).
 
 The shippable locomotion clips (walk, run, CMU 131_01) all go straight. A discriminator trained on
 them scores turning as unlike the data, so an ASE controller's latents can vary speed and gait but
-barely steer, and a high-level policy has nothing to steer with (docs/TASKS.md, "Turning clips").
+barely steer, and a high-level policy has nothing to steer with (docs/research-notes.md, "Turning clips").
 `curve_path` turns each frame's whole pose about the vertical line through its root by
 `yaw_rate * t` and bends the root's horizontal path to match: the root's horizontal step from
 frame k to k + 1 is turned by the yaw at their midpoint, so the speed along the path stays the
@@ -18,7 +18,7 @@ its path (the walk clip's 3.90 m to 4.21 at 1 rad/s, 4.53 at 2).
 
 `mirror` reflects a clip in the vertical plane through the world x axis: a right turn becomes a
 left one with the same style, so a dataset can hold a motion recorded one way in both directions
-(docs/TASKS.md, "Recorded turns", measures what that does for an ASE controller).
+(docs/research-notes.md, "Recorded turns", measures what that does for an ASE controller).
 """
 
 from __future__ import annotations

@@ -7,5 +7,5 @@
 
 `common.py` holds their shared base (goal timers, metrics, markers); `rewards.py` the reward and
 observation formulas as pure functions. Trained flat (`train=amp_task`) or hierarchically on a
-frozen ASE controller (`train=hrl`, `ase_humanoid/agents/hrl.py`); see docs/TASKS.md.
+frozen ASE controller (`train=hrl`, `ase_humanoid/agents/hrl.py`); see docs/research-notes.md.
 """
