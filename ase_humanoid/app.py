@@ -266,7 +266,9 @@ def train_in_run_dir(cfg: DictConfig, run_dir: Path, resume_from: Path | None, r
         precision = describe_update_precision(agent)
         if precision is not None:
             print(precision, flush=True)
-    logger = TrainingLogger(run_dir, int(cfg.max_epochs), enabled=is_main, purge_step=purge_step)
+    no_task_reward = cfg.train.algo in ("amp", "ase") and float(cfg.train.params.get("task_reward_w", 0.0) or 0.0) == 0.0
+    logger = TrainingLogger(run_dir, int(cfg.max_epochs), enabled=is_main, purge_step=purge_step,
+                            hidden_keys=("train/task_reward_mean",) if no_task_reward else ())
     on_start()
     try:
         runner.learn(logger)
@@ -276,9 +278,25 @@ def train_in_run_dir(cfg: DictConfig, run_dir: Path, resume_from: Path | None, r
         if close is not None:
             close()
     if is_main and runner.epoch >= int(cfg.max_epochs):
-        print_final_skill_report(cfg, run_dir)
+        if cfg.task.name == "HumanoidASE" and cfg.train.algo == "ase" and int(cfg.final_skill_report) > 0:
+            print_final_skill_report(cfg, run_dir)
+        else:
+            print(end_of_run_summary(cfg, run_dir, runner.epoch, runner.global_step), flush=True)
     dist_utils.shutdown()
     return run_dir
+
+
+def end_of_run_summary(cfg: DictConfig, run_dir: Path, epoch: int, global_step: int) -> str:
+    """What a finished run made and the commands that use it (they work when pasted)."""
+    folder = shlex.quote(str(run_dir))
+    lines = [f"done: {cfg.task.name} ({cfg.train.algo}) trained {epoch} epochs, {global_step:,} samples; "
+             f"checkpoint {run_dir / 'latest.pt'}",
+             f"  watch it:  python train.py test=true checkpoint={folder} video={cfg.task.name}.mp4",
+             f"  train on:  python train.py resume=true run_dir={folder} max_epochs={2 * epoch}"]
+    if cfg.train.algo == "hrl":
+        lines.append(f"  measure it against random latents on its controller:  "
+                     f"python benchmarks/task_policy.py {shlex.quote(str(run_dir / 'latest.pt'))} --episodes 128")
+    return "\n".join(lines)
 
 
 def print_final_skill_report(cfg: DictConfig, run_dir: Path) -> None:

@@ -34,7 +34,8 @@ def test_console_line_shows_time_left(tmp_path):
     logger.log(1, 10, {"perf/samples_per_s": 1.0})
     logger.log(2, 20, {"perf/samples_per_s": 1.0})
     logger.close()
-    first, second = stream.getvalue().splitlines()
+    legend, first, second = stream.getvalue().splitlines()
+    assert legend.startswith("columns: len = mean episode length")
     assert first.endswith("0:10  left 0:40")  # 10 s per epoch, 4 epochs to go
     assert second.endswith("0:20  left 0:30")
 
@@ -50,7 +51,7 @@ def test_console_line_counts_down_a_wall_clock_budget(tmp_path):
     logger.stop_time = 1000.0 + 15.0  # past by the next epoch: nothing left
     logger.log(2, 20, {})
     logger.close()
-    first, second = stream.getvalue().splitlines()
+    _, first, second = stream.getvalue().splitlines()
     assert first.endswith("0:10  left 0:50")
     assert second.endswith("0:20  left 0:00")
 
@@ -65,3 +66,28 @@ def test_epoch_clock_leaves_out_a_pause():
         clock.tick(epoch, now)
     assert clock.seconds_per_epoch() == 2.0
     assert clock.seconds_left(20, 1820) == 3600.0
+
+
+def test_console_columns_are_fixed_explained_and_hide_what_does_not_exist(tmp_path):
+    """A legend names each column once; every line has every column ("-" before a value exists,
+    as the episode length before the first episode ends); a hidden stat (the task reward in
+    pre-training, where there is none) is never shown."""
+    stream = io.StringIO()
+    logger = TrainingLogger(tmp_path, max_epochs=3, stream=stream, hidden_keys=("train/task_reward_mean",))
+    logger.log(1, 10, {"train/task_reward_mean": 0.0, "train/disc_reward_mean": 0.5, "perf/samples_per_s": 100.0})
+    logger.log(2, 20, {"episode/length": 31.0, "train/disc_reward_mean": 0.6, "perf/samples_per_s": 110.0})
+    logger.close()
+    legend, first, second = stream.getvalue().splitlines()
+    assert "style = style reward" in legend and "task =" not in legend and "enc =" not in legend
+    assert "len -  style 0.500  sps 100" in first and "task" not in first
+    assert "len 31  style 0.600  sps 110" in second
+
+
+def test_every_finished_run_ends_with_a_summary_and_commands_that_work(tmp_path):
+    from ase_humanoid.app import end_of_run_summary
+    from ase_humanoid.config import compose_config
+
+    text = end_of_run_summary(compose_config(["task=HumanoidHeading"]), tmp_path / "my run", 100, 409600)
+    assert "done: HumanoidHeading (hrl) trained 100 epochs, 409,600 samples" in text
+    assert f"resume=true run_dir='{tmp_path / 'my run'}' max_epochs=200" in text  # quoted: pastes as is
+    assert "benchmarks/task_policy.py" in text

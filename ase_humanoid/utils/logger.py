@@ -88,9 +88,23 @@ class TrainingLogger:
         ("perf/samples_per_s", "sps", "{:.0f}"),
     )
 
+    # What each console column means, printed once above the first line.
+    LEGEND = {
+        "len": "mean episode length (control steps)",
+        "task": "task reward per step",
+        "style": "style reward per step (the discriminator's)",
+        "enc": "encoder reward per step (ASE: how well the latent reads back from the motion)",
+        "acc_a": "discriminator accuracy on the agent's motion",
+        "acc_d": "its accuracy on the motion data",
+        "sps": "samples per second",
+    }
+
     def __init__(self, run_dir: str | Path, max_epochs: int, enabled: bool = True, stream=None,
-                 purge_step: int | None = None, time_source=time.time):
+                 purge_step: int | None = None, time_source=time.time, hidden_keys: tuple[str, ...] = ()):
         self.enabled = enabled
+        # stats left off the console (e.g. the task reward in ASE pre-training, which has none)
+        self.hidden_keys = set(hidden_keys)
+        self.columns: list[tuple[str, str, str]] | None = None  # fixed by the first line
         self.max_epochs = max_epochs
         self.stream = stream  # None: whatever sys.stdout is when a line is printed
         self.time_source = time_source  # wall clock of the console line (a test passes its own)
@@ -112,10 +126,17 @@ class TrainingLogger:
         self.writer.flush()
         with open(self.metrics_path, "a") as f:
             f.write(json.dumps({"epoch": epoch, "global_step": global_step, **json_safe(stats)}) + "\n")
+        if self.columns is None:
+            # The columns of the first line stay for the whole run (a value not measured in an
+            # epoch, like the episode length before any episode ended, shows as "-").
+            self.columns = [(key, short, fmt) for key, short, fmt in self.CONSOLE_KEYS
+                            if key not in self.hidden_keys and (key in stats or key == "episode/length")]
+            legend = "; ".join(f"{short} = {self.LEGEND[short]}" for _, short, _ in self.columns)
+            print(f"columns: {legend}; then time so far and time left", file=self.stream or sys.stdout, flush=True)
         parts = [f"epoch {epoch:>6d}/{self.max_epochs}", progress_bar(epoch / max(self.max_epochs, 1))]
-        for key, short, fmt in self.CONSOLE_KEYS:
-            if key in stats:
-                parts.append(f"{short} " + fmt.format(stats[key]))
+        for key, short, fmt in self.columns:
+            value = stats.get(key)
+            parts.append(f"{short} " + (fmt.format(value) if value is not None and value == value else "-"))
         now = self.time_source()
         if not self.clock.marks:
             # The first logged epoch of this sitting started at the logger's creation.
