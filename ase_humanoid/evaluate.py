@@ -223,8 +223,42 @@ def run_episodes(env, agent, cfg: DictConfig) -> dict[str, float]:
         path = write_video(cfg.video, frames, fps=frame_rate)
         recorder.close()
         print(f"video: {path} ({len(frames)} frames)")
-    print(" ".join(f"{k}={v:.4g}" for k, v in sorted(stats.items())), flush=True)
+    print(format_results(stats, cfg), flush=True)
+    print(" ".join(f"{k}={v:.4g}" for k, v in sorted(stats.items())), flush=True)  # one line for scripts
     return stats
+
+
+# Units of the evaluation's numbers, by the end of their name.
+RESULT_UNITS = {"length": "control steps", "fall_rate": "of episodes", "return": "(sum of rewards)",
+                "seconds": "s", "_cm": "cm", "root_speed": "m/s", "direction_error": "rad", "speed_error": "m/s",
+                "final_distance": "m", "distance": "m", "success_rate": "of goal periods", "failure_rate": "",
+                "time_to_success": "s"}
+
+
+def _unit(name: str) -> str:
+    return next((unit for end, unit in RESULT_UNITS.items() if name.endswith(end)), "")
+
+
+def format_results(stats: dict[str, float], cfg: DictConfig) -> str:
+    """The evaluation for a person: what ran, each number with its unit, and for a task policy
+    the controller it drove and the command that gives the random-latent baseline."""
+    episodes = int(stats.get("episode/count", 0))
+    lines = [f"{cfg.task.name}, {episodes} episodes of checkpoint {cfg.checkpoint}:"]
+    llc = cfg.get("llc_checkpoint") or (cfg.checkpoint if cfg.train.algo == "hrl" else None)
+    if cfg.train.algo == "hrl":
+        lines[0] = lines[0][:-1] + f", on the controller {'saved with it' if llc == cfg.checkpoint else llc}:"
+    for name, value in sorted(stats.items()):
+        if name.startswith("quality/nearest_clip/"):
+            continue
+        lines.append(f"  {name:32s} {value:10.4g} {_unit(name)}".rstrip())
+    shares = {k.rsplit("/", 1)[1]: v for k, v in stats.items() if k.startswith("quality/nearest_clip/")}
+    if shares:
+        top = sorted(shares.items(), key=lambda kv: -kv[1])[:5]
+        lines.append("  frames nearest each clip: " + ", ".join(f"{name} {share:.2f}" for name, share in top))
+    if cfg.train.algo == "hrl":
+        lines.append(f"  random latents on the same controller: python benchmarks/task_policy.py {cfg.checkpoint} "
+                     f"--episodes {max(episodes, 1)}")
+    return "\n".join(lines)
 
 
 MAX_TEST_SKILL_LATENTS = 32

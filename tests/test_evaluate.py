@@ -74,3 +74,14 @@ def test_a_task_trained_flat_evaluates_without_naming_its_train_config(tmp_path,
          "task.env.max_episode_length=15"])
     out = capsys.readouterr().out
     assert "task/direction_error=" in out and "task/speed_error=" in out
+
+
+def test_results_name_their_units_the_controller_and_the_baseline(capsys):
+    from ase_humanoid.app import run
+
+    run(["test=true", "checkpoint=pretrained/heading_amp_humanoid.pt", "test_episodes=1", "num_envs=1",
+         "num_threads=1", "task.env.max_episode_length=5"])
+    out = capsys.readouterr().out
+    assert "on the controller saved with it" in out
+    assert "task/direction_error" in out and " rad" in out and " m/s" in out
+    assert "random latents on the same controller: python benchmarks/task_policy.py" in out
