@@ -332,10 +332,18 @@ def check_machine_limits(cfg: DictConfig) -> None:
         if not isinstance(value, int) or isinstance(value, bool):
             continue  # absent for this task/algorithm, null, or a type error reported where it is used
         item_bytes *= amp_steps if what == "AMP samples" else 1
-        if value * item_bytes > memory:
-            raise ConfigError(f"config key '{key}': {value:,} {what} need at least "
-                              f"{value * item_bytes / 1e9:,.1f} GB ({item_bytes:,} bytes each) but this machine has "
-                              f"{memory / 1e9:,.1f} GB of memory; give at most {memory // item_bytes:,}")
+        check_fits_memory(f"config key '{key}'", value, what, item_bytes, memory)
+
+
+def check_fits_memory(where: str, count: int, what: str, item_bytes: int, memory: int | None = None) -> None:
+    """ConfigError naming `where` (a config key, a tool's option) when `count` items of at least
+    `item_bytes` each cannot fit in the machine's memory: the run would be killed for memory
+    after minutes of setup instead of stopping at once."""
+    memory = machine_memory_bytes() if memory is None else memory
+    if count * item_bytes > memory:
+        raise ConfigError(f"{where}: {count:,} {what} need at least {count * item_bytes / 1e9:,.1f} GB "
+                          f"({item_bytes:,} bytes each) but this machine has {memory / 1e9:,.1f} GB of memory; "
+                          f"give at most {memory // item_bytes:,}")
 
 
 def check_run_keys(cfg: DictConfig) -> None:

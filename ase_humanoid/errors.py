@@ -34,6 +34,10 @@ class EnvStateError(AseHumanoidError, RuntimeError):
     """An env was used out of order: stepped before its first reset, or used after close()."""
 
 
+class ActionError(AseHumanoidError, TypeError):
+    """Actions handed to an env are not real numbers (complex, strings, objects, booleans)."""
+
+
 def did_you_mean(name, valid) -> str:
     """` (did you mean 'x'?)` naming the closest of `valid` to a mistyped `name`, or '' when none
     is close: for messages about an unknown key or choice, before the list of valid ones."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from ase_humanoid.builders import build_env
@@ -39,10 +40,21 @@ def hydra_value(value: Any) -> str:
         return repr(value)
     if isinstance(value, (list, tuple)):
         return "[" + ",".join(hydra_value(v) for v in value) + "]"
+    if isinstance(value, Mapping):  # e.g. HumanoidASE's phases=[{"from_epoch": 5, ...}]
+        return "{" + ",".join(f"{hydra_key(k)}:{hydra_value(v)}" for k, v in value.items()) + "}"
     text = str(value)
     if re.fullmatch(r"[\w./:+\-~]+", text) and _reads_as(text) == text:
         return text
     return hydra_quote(text)
+
+
+def hydra_key(key: Any) -> str:
+    """`key` as a key of a Hydra dict override value; ConfigError for a key Hydra cannot write
+    unquoted (its grammar takes no quoted keys), rather than a parse error about the whole value."""
+    if not isinstance(key, str) or not re.fullmatch(r"[A-Za-z_][\w\-]*", key):
+        raise ConfigError(f"dict key {key!r} cannot be passed as a config value: keys must be names "
+                          "(letters, digits, '_' and '-', not starting with a digit)")
+    return key
 
 
 def _reads_as(text: str) -> Any:

@@ -28,6 +28,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+# Longest rollout per latent (and getup episode): the default is 10 s; an hour of 30 Hz control
+# steps per latent (with --video, their frames in memory) is a typo, not a measurement.
+MAX_ROLLOUT_SECONDS = 600.0
+MAX_VIDEO_TILES = 64  # an 8 x 8 grid of 160 x 120 tiles: a 1280 x 960 video
+
+
 def parse_args(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("checkpoint", help="an ASE run folder or .pt checkpoint")
@@ -59,6 +65,35 @@ def compose_skill_config(args: argparse.Namespace):
 
     cfg, state = checkpoint_test_config(args.checkpoint, [f"seed={args.seed}", *args.overrides])
     return cfg, state.get("epoch")
+
+
+def check_seconds(option: str, seconds: float) -> None:
+    """ConfigError unless `seconds` is a finite rollout length in (0, MAX_ROLLOUT_SECONDS]: nan
+    and inf would end in an error deep in the rollout, 0 would measure one step and 1e9 run for
+    years."""
+    from ase_humanoid.errors import ConfigError
+
+    if not 0 < seconds <= MAX_ROLLOUT_SECONDS:  # NaN fails every comparison
+        raise ConfigError(f"{option} {seconds:g}: give a number of seconds above 0 and at most "
+                          f"{MAX_ROLLOUT_SECONDS:g}")
+
+
+def check_arguments(args: argparse.Namespace) -> None:
+    """ConfigError for an option out of range, before a checkpoint is read or an env built. The
+    latents are one env each, bounded by memory as train.py bounds num_envs."""
+    from ase_humanoid.config import ENV_BYTES, MAX_TEST_EPISODES, check_fits_memory
+    from ase_humanoid.errors import ConfigError
+
+    if args.latents < 1:
+        raise ConfigError(f"--latents {args.latents}: give at least 1 (one env each)")
+    check_fits_memory("--latents", args.latents, "latents (one env each)", ENV_BYTES)
+    check_seconds("--seconds", args.seconds)
+    check_seconds("--getup-seconds", args.getup_seconds)
+    if args.getup_episodes is not None and not 0 <= args.getup_episodes <= MAX_TEST_EPISODES:
+        raise ConfigError(f"--getup-episodes {args.getup_episodes}: give 0 to {MAX_TEST_EPISODES:,} "
+                          "(0: no getup measurement)")
+    if not 1 <= args.video_tiles <= MAX_VIDEO_TILES:
+        raise ConfigError(f"--video-tiles {args.video_tiles}: give 1 to {MAX_VIDEO_TILES} (tiles of the grid video)")
 
 
 def check_output_paths(args: argparse.Namespace) -> None:
@@ -182,6 +217,7 @@ def measure_run(args: argparse.Namespace) -> list[dict]:
 
 def main(argv=None):
     args = parse_args(argv)
+    check_arguments(args)
     check_output_paths(args)
     if args.every is not None:
         return measure_run(args)

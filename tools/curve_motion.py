@@ -7,7 +7,8 @@ Positive --yaw-rate turns left (counter-clockwise seen from above), in rad/s. Jo
 root height stay the clip's; feet in stance slide by about yaw rate x their distance from the
 root, unless `--pivot stance_foot` turns each frame about the planted foot (the path then grows:
 3.90 -> 4.21 m at 1 rad/s for the walk clip; ase_humanoid/motion/augment.py). Writes a poselib
-.npy that datasets and tools/play_motion.py read like any clip.
+.npy that datasets and tools/play_motion.py read like any clip; an existing --out is replaced only
+with --replace.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from ase_humanoid.errors import AseHumanoidError  # noqa: E402
+from ase_humanoid.errors import AseHumanoidError, MotionFileError  # noqa: E402
 from ase_humanoid.motion.augment import PIVOTS, curve_path  # noqa: E402
 from ase_humanoid.motion.io import load_motion  # noqa: E402
 from ase_humanoid.motion.poselib_npy import check_output_path, save_poselib  # noqa: E402
@@ -33,9 +34,12 @@ def main(argv=None) -> int:
                         help="turn each frame about the root (the shipped turning clips; the stance foot "
                              "slides) or about the lower foot (it stays planted; the root swings round it)")
     parser.add_argument("--out", required=True, help="output .npy")
+    parser.add_argument("--replace", action="store_true", help="replace --out if it exists")
     args = parser.parse_args(argv)
     try:
         check_output_path(args.out)
+        if Path(args.out).exists() and not args.replace:  # a shipped clip or a day's work: ask first
+            raise MotionFileError(f"--out {args.out} exists; pass --replace to replace it")
         clip = load_motion(args.motion_file)
         curved = curve_path(clip, args.yaw_rate, args.pivot)
         save_poselib(curved, args.out)

@@ -14,12 +14,17 @@ tiles' kinds and difficulty levels.
 from __future__ import annotations
 
 import argparse
+import io
+import os
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from ase_humanoid.errors import AseHumanoidError, ConfigError  # noqa: E402
+from ase_humanoid.terrain.mesh import MESH_FORMATS  # noqa: E402  (what terrain=mesh reads back)
+
+PREVIEW_FORMATS = (".png", ".svg", ".pdf")
 
 
 def terrain_values(overrides: list[str], run_dir: str | None) -> dict:
@@ -54,8 +59,45 @@ def terrain_values(overrides: list[str], run_dir: str | None) -> dict:
     return OmegaConf.to_container(cfg, resolve=True)
 
 
-def draw_preview(terrain, path: Path) -> None:
-    """Heights from above (x right, y up), tile outlines, each tile's kind and difficulty."""
+def check_output(path: Path, option: str, formats: tuple[str, ...]) -> None:
+    """ConfigError unless `path` can take `option`'s file: a known suffix, not a folder, in an
+    existing writable folder. Checked before the terrain is built, so a typo costs no work."""
+    if path.suffix.lower() not in formats:
+        what = f"unknown format {path.suffix!r}" if path.suffix else "no format suffix"
+        raise ConfigError(f"{option} '{path}': {what}; give a file ending in {', '.join(formats)}")
+    if path.is_dir():
+        raise ConfigError(f"{option} '{path}' is a folder; give a file name")
+    folder = path.parent
+    if not folder.is_dir():
+        raise ConfigError(f"{option} '{path}': folder '{folder}' does not exist (create it first)")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise ConfigError(f"{option} '{path}': folder '{folder}' is not writable")
+
+
+def write_output(path: Path, option: str, data: bytes) -> None:
+    """`data` into `path`. A write error (a full disk, /dev/full: "No space left on device") is a
+    ConfigError naming the file, and the part-written file is removed: a truncated mesh or image
+    must not look like a result."""
+    try:
+        with open(path, "wb") as f:
+            f.write(data)
+    except OSError as exc:
+        if path.is_file() and not path.is_symlink():
+            path.unlink(missing_ok=True)
+        raise ConfigError(f"{option} '{path}': cannot write it: {exc.strerror or exc}") from exc
+
+
+def mesh_bytes(terrain, suffix: str) -> bytes:
+    """The terrain's surface in the format of `suffix` (.obj is text, the others binary)."""
+    from ase_humanoid.terrain.mesh import heightfield_mesh
+
+    data = heightfield_mesh(terrain).export(file_type=suffix.lower()[1:])
+    return data.encode() if isinstance(data, str) else data
+
+
+def draw_preview(terrain, suffix: str) -> bytes:
+    """Heights from above (x right, y up), tile outlines, each tile's kind and difficulty, as
+    an image in the format of `suffix`."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -80,8 +122,10 @@ def draw_preview(terrain, path: Path) -> None:
     ax.set_title(f"terrain '{terrain.name}': {terrain.num_rows} x {terrain.num_cols} tiles, "
                  f"heights {terrain.heights.min():.2f} .. {terrain.heights.max():.2f} m")
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format=suffix.lower()[1:], dpi=120)
     plt.close(fig)
+    return buffer.getvalue()
 
 
 def main(argv=None) -> int:
@@ -89,24 +133,27 @@ def main(argv=None) -> int:
     parser.add_argument("overrides", nargs="*", help="terrain=NAME, terrain.KEY=VALUE")
     parser.add_argument("--run", help="a run folder: its config.yaml's terrain")
     parser.add_argument("--export", type=Path, help="write the surface: .obj, .stl, .ply or .glb")
-    parser.add_argument("--preview", type=Path, help="draw the heights to a .png")
+    parser.add_argument("--preview", type=Path, help="draw the heights to a .png (or .svg, .pdf)")
     args = parser.parse_args(argv)
     if args.export is None and args.preview is None:
         parser.error("nothing to do: give --export and/or --preview")
     try:
         from ase_humanoid.terrain import build_terrain
-        from ase_humanoid.terrain.mesh import heightfield_mesh
 
+        if args.export is not None:
+            check_output(args.export, "--export", MESH_FORMATS)
+        if args.preview is not None:
+            check_output(args.preview, "--preview", PREVIEW_FORMATS)
         values = terrain_values(args.overrides, args.run)
         terrain = build_terrain(values)
         if terrain is None:
             raise ConfigError("terrain 'flat' is MuJoCo's infinite plane: nothing to export or draw; "
                               "choose terrain=rough|mixed|mesh")
         if args.export is not None:
-            heightfield_mesh(terrain).export(str(args.export))
+            write_output(args.export, "--export", mesh_bytes(terrain, args.export.suffix))
             print(f"wrote {args.export} ({terrain.heights.shape[0]} x {terrain.heights.shape[1]} samples)")
         if args.preview is not None:
-            draw_preview(terrain, args.preview)
+            write_output(args.preview, "--preview", draw_preview(terrain, args.preview.suffix))
             print(f"wrote {args.preview}")
     except AseHumanoidError as exc:
         print(f"error: {exc}", file=sys.stderr)

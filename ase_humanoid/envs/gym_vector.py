@@ -42,7 +42,7 @@ from gymnasium.vector import AutoresetMode
 from gymnasium.vector.utils import batch_space
 
 from ase_humanoid.envs import observations as obs_fn
-from ase_humanoid.errors import ConfigError, EnvStateError
+from ase_humanoid.errors import ActionError, ConfigError, EnvStateError
 from ase_humanoid.utils.checks import check_seed
 
 # ---------------------------------------------------------------------------- episode statistics
@@ -64,6 +64,31 @@ def episode_log(episode: dict[str, torch.Tensor], terminated: torch.Tensor,
             "Episode/length": lengths.float().mean(),
             "Episode/terminated": ended_terminated.float().mean(),
             "Episode/count": torch.tensor(float(returns.numel()), device=returns.device)}
+
+
+# ---------------------------------------------------------------------------- actions
+
+def action_dtype(actions) -> str | None:
+    """The dtype of `actions` (a torch tensor, a numpy array or anything numpy reads as one) when
+    it is not real numbers (float or integer), else None."""
+    if isinstance(actions, torch.Tensor):
+        dtype = actions.dtype
+        return None if dtype.is_floating_point or not (dtype.is_complex or dtype == torch.bool) else str(dtype)
+    try:
+        dtype = np.asarray(actions).dtype
+    except (TypeError, ValueError):  # ragged nesting, objects numpy cannot hold
+        return f"{type(actions).__name__} that is no array"
+    return None if dtype.kind in "iuf" else str(dtype)
+
+
+def check_action_dtype(actions) -> None:
+    """ActionError unless the actions are real numbers: the env turns them into float32, which
+    drops a complex action's imaginary part without a word and turns booleans into 0 / 1, and
+    strings or objects would end in torch's own TypeError."""
+    dtype = action_dtype(actions)
+    if dtype is not None:
+        raise ActionError(f"step() actions must be real numbers (a float or integer array [num_envs, act_dim]), "
+                          f"got dtype {dtype}")
 
 
 # ---------------------------------------------------------------------------- the vector env
@@ -118,6 +143,7 @@ class HumanoidVectorEnv(gymnasium.vector.VectorEnv):
         self._check_open("step")
         if self._needs_reset:
             raise EnvStateError(f"{self!r}: step() before reset(); call reset() first (gymnasium's API)")
+        check_action_dtype(actions)
         obs, reward, terminated, truncated, info = self.env.step(actions)
         info = dict(info)
         info["_final_obs"] = terminated | truncated

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from ase_humanoid.errors import ConfigError
+from ase_humanoid.utils.checks import SEED_RANGE
 from ase_humanoid.utils.typed_config import check_finite_floats, config_from_mapping
 
 TERRAIN_NAMES = ("flat", "rough", "mixed", "mesh")
@@ -26,6 +27,20 @@ character leaving the centre climbs; `*_down`: it descends."""
 
 MAX_HEIGHTFIELD_SAMPLES = 16_000_000
 """Largest heightfield (samples) a config may ask for: 4000 x 4000, 64 MB of float32 per copy."""
+
+# Bounds on the integer counts: a typo such as num_obstacles=100000000 must be an error, not a
+# build that loops for hours over every tile (or an allocation that fills the memory).
+MAX_TILES_PER_SIDE = 1000  # rows or columns; the heightfield limit above caps their product too
+MAX_OBSTACLES_PER_TILE = 1000  # blocks 0.4 .. 1.2 m wide: ~100 already cover an 8 m tile
+MAX_MESH_FACES = 50_000_000  # the ray casting holds over 100 bytes per triangle: several GB here
+INTEGER_RANGES = {
+    "seed": SEED_RANGE,  # numpy's generators take no negative seed; the range train.py's seed has
+    "num_rows": (1, MAX_TILES_PER_SIDE),
+    "num_cols": (1, MAX_TILES_PER_SIDE),
+    "num_obstacles": (0, MAX_OBSTACLES_PER_TILE),
+    "max_mesh_faces": (1, MAX_MESH_FACES),
+}
+"""Valid range (both ends included) of each integer key but max_init_level (bounded by num_rows)."""
 
 
 @dataclass
@@ -74,8 +89,10 @@ class TerrainConfig:
         for key in ("border_size", "platform_size", "rough_amplitude", "slope_max", "step_height_max",
                     "stone_gap_max", "pit_depth", "obstacle_height_max"):
             _check(getattr(self, key) >= 0, key, f"must be >= 0, got {getattr(self, key)}")
-        _check(self.num_rows >= 1 and self.num_cols >= 1, "num_rows",
-               f"num_rows and num_cols must be >= 1, got {self.num_rows}, {self.num_cols}")
+        for key, (low, high) in INTEGER_RANGES.items():
+            value = getattr(self, key)
+            _check(isinstance(value, int) and not isinstance(value, bool) and low <= value <= high, key,
+                   f"must be an integer from {low} to {high}, got {value!r}")
         _check(0.0 <= self.difficulty_min <= self.difficulty_max <= 1.0, "difficulty_min",
                f"need 0 <= difficulty_min <= difficulty_max <= 1, got {self.difficulty_min}, {self.difficulty_max}")
         _check(self.tile_size >= 4 * self.horizontal_scale, "tile_size",
@@ -87,7 +104,6 @@ class TerrainConfig:
                and sum(self.kind_weights) > 0, "kind_weights",
                f"need one weight >= 0 per kind ({len(self.kinds)}), not all zero, got {self.kind_weights}")
         _check(self.mesh_up_axis in ("z", "y"), "mesh_up_axis", f"{self.mesh_up_axis!r} is not z or y")
-        _check(self.max_mesh_faces > 0, "max_mesh_faces", f"must be > 0, got {self.max_mesh_faces}")
         _check(0 <= self.max_init_level < self.num_rows, "max_init_level",
                f"must be in [0, num_rows - 1 = {self.num_rows - 1}], got {self.max_init_level}")
         if self.name == "mesh":

@@ -1,11 +1,12 @@
 """A user's mesh (OBJ, STL, PLY, GLB, read with trimesh) as a terrain, and a terrain as a mesh.
 
 `terrain_from_mesh_file` checks the file (exists, known format, not huge, loads, has triangles,
-finite, manifold edges) and casts one vertical ray per heightfield sample from above: the height
-is the highest surface the ray hits (`top_surface_heights`, vectorised over triangles, no
-ray-tracing library needed). Samples no triangle covers take the mesh's lowest height.
-`heightfield_mesh` turns any Terrain into triangles for export (`tools/terrain.py --export`).
-Every problem with the file raises ModelError naming it.
+vertices finite and within +-MAX_COORDINATE_M, manifold edges) and casts one vertical ray per
+heightfield sample from above: the height is the highest surface the ray hits
+(`top_surface_heights`, vectorised over triangles, no ray-tracing library needed). Samples no
+triangle covers take the mesh's lowest height. `heightfield_mesh` turns any Terrain into
+triangles for export (`tools/terrain.py --export`). Every problem with the file raises
+ModelError naming it.
 """
 
 from __future__ import annotations
@@ -20,6 +21,10 @@ from ase_humanoid.terrain.grid import Terrain
 
 MESH_FORMATS = (".obj", ".stl", ".ply", ".glb")
 MAX_MESH_FILE_BYTES = 512 * 1024 * 1024
+# Largest |coordinate| of a vertex, metres (after terrain.mesh_scale): 10 km is far beyond any
+# ground a character walks on, while a vertex at 1e30 (an export bug, a unit mix-up) would make
+# a heightfield of absurd extent or turn every height into inf.
+MAX_COORDINATE_M = 1e4
 RASTER_CHUNK = 4_000_000  # (triangle, sample) candidate pairs per vectorised batch
 
 
@@ -34,8 +39,9 @@ def _trimesh():
 def load_terrain_mesh(path, max_faces: int = 2_000_000, scale: float = 1.0, up_axis: str = "z"):
     """The triangles of mesh file `path` as `(vertices [V, 3] float64, faces [F, 3] int)` in metres,
     z up. ModelError naming the file if it is missing, not a mesh format, over
-    MAX_MESH_FILE_BYTES or `max_faces`, unreadable, empty, non-finite or non-manifold (an edge
-    shared by more than two triangles: no single surface to stand on)."""
+    MAX_MESH_FILE_BYTES or `max_faces`, unreadable, empty, with a vertex that is non-finite or
+    beyond MAX_COORDINATE_M, or non-manifold (an edge shared by more than two triangles: no
+    single surface to stand on)."""
     path = Path(path)
     if not path.is_file():
         raise ModelError(f"terrain mesh file not found: {path}")
@@ -47,11 +53,10 @@ def load_terrain_mesh(path, max_faces: int = 2_000_000, scale: float = 1.0, up_a
                          f"{MAX_MESH_FILE_BYTES / 2**20:,.0f} MiB): simplify it first")
     if size == 0:
         raise ModelError(f"terrain mesh file {path} is empty (0 bytes)")
-    trimesh = _trimesh()
-    try:
-        mesh = trimesh.load_mesh(str(path), file_type=path.suffix.lower()[1:])
-    except Exception as exc:  # trimesh raises many types for broken files
-        raise ModelError(f"terrain mesh file {path} could not be read as {path.suffix}: {type(exc).__name__}: {exc}") from exc
+    mesh = _read_mesh(path)
+    check_vertex_coordinates(path, np.asarray(getattr(mesh, "vertices", np.zeros((0, 3))), dtype=np.float64), scale)
+    if hasattr(mesh, "process"):
+        mesh.process()  # merge duplicate vertices (an STL's triangles share none), after the check
     vertices = np.asarray(getattr(mesh, "vertices", np.zeros((0, 3))), dtype=np.float64)
     faces = np.asarray(getattr(mesh, "faces", np.zeros((0, 3))), dtype=np.int64)
     if faces.ndim != 2 or len(faces) == 0 or len(vertices) == 0:
@@ -59,8 +64,6 @@ def load_terrain_mesh(path, max_faces: int = 2_000_000, scale: float = 1.0, up_a
     if len(faces) > max_faces:
         raise ModelError(f"terrain mesh file {path} has {len(faces):,} triangles, more than "
                          f"terrain.max_mesh_faces={max_faces:,}: simplify it (a heightfield needs far fewer)")
-    if not np.isfinite(vertices).all():
-        raise ModelError(f"terrain mesh file {path} has non-finite (NaN/inf) vertex coordinates")
     bad_edges = non_manifold_edge_count(faces)
     if bad_edges:
         raise ModelError(f"terrain mesh file {path} is non-manifold: {bad_edges} edge(s) shared by more than "
@@ -69,6 +72,31 @@ def load_terrain_mesh(path, max_faces: int = 2_000_000, scale: float = 1.0, up_a
     if up_axis == "y":  # rotate +90 degrees about x: y -> z, z -> -y
         vertices = np.stack([vertices[:, 0], -vertices[:, 2], vertices[:, 1]], axis=1)
     return vertices, faces
+
+
+def _read_mesh(path: Path):
+    """The file's mesh as trimesh reads it, unprocessed: processing drops the triangles of a NaN
+    vertex without a word (a hole in the ground, or "no triangles" for a small file), so the
+    vertices are checked first, in the file's order."""
+    trimesh = _trimesh()
+    try:
+        return trimesh.load_mesh(str(path), file_type=path.suffix.lower()[1:], process=False)
+    except Exception as exc:  # trimesh raises many types for broken files
+        raise ModelError(f"terrain mesh file {path} could not be read as {path.suffix}: {type(exc).__name__}: {exc}") from exc
+
+
+def check_vertex_coordinates(path: Path, vertices: np.ndarray, scale: float) -> None:
+    """ModelError naming the file and the first vertex (counting from 1, in the file's order)
+    whose coordinates in metres are NaN, infinite or beyond +-MAX_COORDINATE_M."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        metres = vertices * scale
+        bad = ~(np.abs(metres) <= MAX_COORDINATE_M).all(axis=-1)  # NaN compares False: bad
+    if bad.any():
+        index = int(np.argmax(bad))
+        where = ", ".join(f"{v:g}" for v in vertices[index])
+        raise ModelError(f"terrain mesh file {path}: vertex {index + 1} (counting from 1) is ({where}) "
+                         f"({int(bad.sum()):,} of {len(vertices):,} vertices are out of range): coordinates must be "
+                         f"finite and within +-{MAX_COORDINATE_M:g} m (after terrain.mesh_scale={scale:g})")
 
 
 def non_manifold_edge_count(faces: np.ndarray) -> int:
