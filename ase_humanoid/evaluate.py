@@ -9,7 +9,6 @@ gets the skill report of `skills.py` (`skill_report`; benchmarks/ase_skills.py p
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 from pathlib import Path
@@ -24,6 +23,7 @@ from ase_humanoid.errors import CheckpointError, ConfigError
 from ase_humanoid.paths import PROJECT_ROOT
 from ase_humanoid.runner import EpisodeTracker
 from ase_humanoid.utils.checkpoint import POLICY_ENTRIES, load_checkpoint, load_checkpoint_config, require_entries
+from ase_humanoid.utils.checks import output_file_problem
 from ase_humanoid.utils.shipped_models import PRETRAINED_DIR
 
 
@@ -104,11 +104,9 @@ def check_video_path(video: str | None) -> None:
     path = Path(video).expanduser()
     if path.suffix.lower() not in (".mp4", ".gif"):
         raise ConfigError(f"config key 'video': '{video}' must end in .mp4 or .gif")
-    folder = path.parent
-    if not folder.is_dir():
-        raise ConfigError(f"config key 'video': folder '{folder}' does not exist (create it first)")
-    if not os.access(folder, os.W_OK):
-        raise ConfigError(f"config key 'video': folder '{folder}' is not writable")
+    problem = output_file_problem(path)
+    if problem is not None:
+        raise ConfigError(f"config key 'video': {problem}")
 
 
 def warn_task_mismatch(saved: dict, cfg: DictConfig) -> None:

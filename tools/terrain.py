@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import io
-import os
 import sys
 from pathlib import Path
 
@@ -23,6 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from ase_humanoid.errors import AseHumanoidError, ConfigError  # noqa: E402
 from ase_humanoid.terrain.mesh import MESH_FORMATS  # noqa: E402  (what terrain=mesh reads back)
+from ase_humanoid.utils.checks import output_file_problem  # noqa: E402
 
 PREVIEW_FORMATS = (".png", ".svg", ".pdf")
 
@@ -65,13 +65,9 @@ def check_output(path: Path, option: str, formats: tuple[str, ...]) -> None:
     if path.suffix.lower() not in formats:
         what = f"unknown format {path.suffix!r}" if path.suffix else "no format suffix"
         raise ConfigError(f"{option} '{path}': {what}; give a file ending in {', '.join(formats)}")
-    if path.is_dir():
-        raise ConfigError(f"{option} '{path}' is a folder; give a file name")
-    folder = path.parent
-    if not folder.is_dir():
-        raise ConfigError(f"{option} '{path}': folder '{folder}' does not exist (create it first)")
-    if not os.access(folder, os.W_OK | os.X_OK):
-        raise ConfigError(f"{option} '{path}': folder '{folder}' is not writable")
+    problem = output_file_problem(path)
+    if problem is not None:
+        raise ConfigError(f"{option} '{path}': {problem}")
 
 
 def write_output(path: Path, option: str, data: bytes) -> None:

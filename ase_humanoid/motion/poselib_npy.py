@@ -38,6 +38,7 @@ from ase_humanoid.motion.files import read_motion_bytes
 from ase_humanoid.motion.clip import PLAUSIBLE_FPS_RANGE, MotionClip
 from ase_humanoid.motion.skeleton import Skeleton
 from ase_humanoid.utils import rotations as rot
+from ase_humanoid.utils.checks import output_file_problem
 
 MOTION = "SkeletonMotion"
 STATE = "SkeletonState"
@@ -360,13 +361,9 @@ def check_output_path(path) -> Path:
     path = Path(path)
     if path.suffix.lower() != ".npy":
         raise MotionFileError(f"{path}: output must be a poselib .npy file, got suffix {path.suffix or '(none)'!r}")
-    folder = path.parent
-    if not folder.is_dir():
-        raise MotionFileError(f"{path}: output folder {folder} does not exist")
-    if not os.access(folder, os.W_OK | os.X_OK):
-        raise MotionFileError(f"{path}: output folder {folder} is not writable")
-    if path.is_dir():
-        raise MotionFileError(f"{path}: is a folder, expected a .npy file name")
+    problem = output_file_problem(path)
+    if problem is not None:
+        raise MotionFileError(f"{path}: output {problem}")
     return path
 
 

@@ -51,6 +51,21 @@ def input_file_problem(path: Path) -> str | None:
     return f"is {kind}{target}, not a regular file"
 
 
+def output_file_problem(path: Path) -> str | None:
+    """What keeps `path` from being written as an output file ("is a folder", its folder missing
+    or not writable), or None. The twin of `input_file_problem`, for tools to call before long
+    work so a bad output path fails at once, creating nothing."""
+    path = Path(path)
+    if path.is_dir():
+        return "is a folder; give a file name"
+    folder = path.parent
+    if not folder.is_dir():
+        return f"folder '{folder}' does not exist (create it first)"
+    if not os.access(folder, os.W_OK | os.X_OK):
+        return f"folder '{folder}' is not writable"
+    return None
+
+
 def require_input_file(path, what: str, error: type[AseHumanoidError]) -> Path:
     """`path` as a Path if it is a regular file; else `error` saying "<what> '<path>' <problem>"."""
     path = Path(path)
