@@ -98,8 +98,12 @@ def location_ceiling(speed: float, settings: dict, num_episodes: int = 20_000, s
             "final_distance_m": round(float(final.mean()), 3), "goal_periods": int(final.numel())}
 
 
-def heading_ceiling(turn_rate: float, settings: dict, num_episodes: int = 20_000, seed: int = 0) -> dict:
-    """Heading's metrics for a character at the target speed turning at `turn_rate` rad/s."""
+def heading_replay(settings: dict, num_episodes: int, seed: int, start, move) -> tuple[float, float]:
+    """Mean direction and speed error per step of Heading's goal schedule for an ideal character:
+    `start(angles, target_speed)` gives its initial state after the first goals are drawn
+    (`angles(n)` draws n directions), and
+    `move(state, target_dir [n, 2], target_speed [n]) -> (state, ground velocity [n, 2])` one
+    control step of it."""
     g = torch.Generator().manual_seed(seed)
     n = num_episodes
 
@@ -110,9 +114,9 @@ def heading_ceiling(turn_rate: float, settings: dict, num_episodes: int = 20_000
         low, high = settings["target_speed_min"], settings["target_speed_max"]
         return low + (high - low) * torch.rand(count, generator=g, dtype=torch.float64)
 
-    facing, target, target_speed = angles(n), angles(n), speeds(n)
+    target, target_speed = angles(n), speeds(n)
+    state = start(angles, target_speed)
     steps_to_change = draw_countdowns(n, settings, g)
-    max_turn = turn_rate * control_dt(settings)
     direction_sum = speed_sum = 0.0
     episode_length = settings["max_episode_length"]
     for _ in range(episode_length):
@@ -120,51 +124,45 @@ def heading_ceiling(turn_rate: float, settings: dict, num_episodes: int = 20_000
         if due.any():
             count = int(due.sum())
             target[due], target_speed[due] = angles(count), speeds(count)
-        off = torch.remainder(target - facing + math.pi, 2.0 * math.pi) - math.pi  # in [-pi, pi)
-        facing = facing + off.clamp(-max_turn, max_turn)
-        vel = target_speed[:, None] * torch.stack([facing.cos(), facing.sin()], dim=-1)
         target_dir = torch.stack([target.cos(), target.sin()], dim=-1)
+        state, vel = move(state, target_dir, target_speed)
         direction_error, speed_error = heading_errors(vel, target_dir, target_speed)
         direction_sum += float(direction_error.sum())
         speed_sum += float(speed_error.sum())
     steps = n * episode_length
-    return {"turn_rate_rad_s": turn_rate, "direction_error_rad": round(direction_sum / steps, 3),
-            "speed_error_m_s": round(speed_sum / steps, 3)}
+    return direction_sum / steps, speed_sum / steps
+
+
+def heading_ceiling(turn_rate: float, settings: dict, num_episodes: int = 20_000, seed: int = 0) -> dict:
+    """Heading's metrics for a character at the target speed turning at `turn_rate` rad/s."""
+    max_turn = turn_rate * control_dt(settings)
+
+    def move(facing, target_dir, target_speed):
+        target = torch.atan2(target_dir[:, 1], target_dir[:, 0])
+        off = torch.remainder(target - facing + math.pi, 2.0 * math.pi) - math.pi  # in [-pi, pi)
+        facing = facing + off.clamp(-max_turn, max_turn)
+        return facing, target_speed[:, None] * torch.stack([facing.cos(), facing.sin()], dim=-1)
+
+    direction, speed = heading_replay(settings, num_episodes, seed, lambda angles, speed: angles(len(speed)), move)
+    return {"turn_rate_rad_s": turn_rate, "direction_error_rad": round(direction, 3), "speed_error_m_s": round(speed, 3)}
 
 
 def heading_accel_ceiling(accel: float, settings: dict, num_episodes: int = 20_000, seed: int = 0) -> dict:
     """Heading's metrics for a character whose ground velocity changes at most `accel` m/s^2."""
-    g = torch.Generator().manual_seed(seed)
-    n = num_episodes
-
-    def unit(count):
-        a = 2.0 * math.pi * torch.rand(count, generator=g, dtype=torch.float64)
-        return torch.stack([a.cos(), a.sin()], dim=-1)
-
-    def speeds(count):
-        low, high = settings["target_speed_min"], settings["target_speed_max"]
-        return low + (high - low) * torch.rand(count, generator=g, dtype=torch.float64)
-
-    target_dir, target_speed = unit(n), speeds(n)
-    vel = target_speed[:, None] * unit(n)  # [n, 2] under way, in a random direction
-    steps_to_change = draw_countdowns(n, settings, g)
     max_dv = accel * control_dt(settings)
-    direction_sum = speed_sum = 0.0
-    episode_length = settings["max_episode_length"]
-    for _ in range(episode_length):
-        due = goal_schedule(steps_to_change, settings, g)
-        if due.any():
-            count = int(due.sum())
-            target_dir[due], target_speed[due] = unit(count), speeds(count)
+
+    def start(angles, target_speed):  # under way at the target speed, in a random direction
+        a = angles(len(target_speed))
+        return target_speed[:, None] * torch.stack([a.cos(), a.sin()], dim=-1)
+
+    def move(vel, target_dir, target_speed):
         dv = target_speed[:, None] * target_dir - vel
         norm = dv.norm(dim=-1, keepdim=True)
         vel = vel + dv * (torch.clamp(norm, max=max_dv) / norm.clamp_min(1e-12))
-        direction_error, speed_error = heading_errors(vel, target_dir, target_speed)
-        direction_sum += float(direction_error.sum())
-        speed_sum += float(speed_error.sum())
-    steps = n * episode_length
-    return {"accel_m_s2": accel, "direction_error_rad": round(direction_sum / steps, 3),
-            "speed_error_m_s": round(speed_sum / steps, 3)}
+        return vel, vel
+
+    direction, speed = heading_replay(settings, num_episodes, seed, start, move)
+    return {"accel_m_s2": accel, "direction_error_rad": round(direction, 3), "speed_error_m_s": round(speed, 3)}
 
 
 def main(argv=None) -> dict:
