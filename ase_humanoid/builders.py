@@ -56,9 +56,13 @@ def warn_about_llc_choice(cfg: DictConfig, llc_path: str, llc_state: dict) -> No
     from ase_humanoid.utils.checkpoint import load_checkpoint_config
 
     trained_on = saved_value(load_checkpoint_config(resolve_path(cfg.checkpoint)) or {}, "llc_checkpoint")
-    if trained_on and Path(resolve_path(trained_on)).resolve() != Path(llc_path).resolve():
+    evaluated_on, named = llc_path, cfg.llc_checkpoint
+    if saved_value(llc_state, "agent.algo") == "HRLAgent":  # its carried controller: the one it trained on
+        named = saved_value(llc_state.get("config"), "llc_checkpoint")
+        evaluated_on = resolve_path(named) if named else llc_path
+    if trained_on and Path(resolve_path(trained_on)).resolve() != Path(evaluated_on).resolve():
         print(f"warning: {cfg.checkpoint} was trained on the controller {trained_on}; evaluating it on "
-              f"{cfg.llc_checkpoint} (leave llc_checkpoint out to use its own)", file=sys.stderr, flush=True)
+              f"{named} (leave llc_checkpoint out to use its own)", file=sys.stderr, flush=True)
 
 
 def build_env(cfg: DictConfig, rank: int = 0):

@@ -259,6 +259,22 @@ def test_ship_is_all_or_nothing_when_a_later_write_fails(checkpoint, capsys, mon
     assert _shipped(checkpoint) == []
 
 
+def test_a_failed_shipping_into_a_new_folder_leaves_no_folder(checkpoint, capsys, monkeypatch):
+    def full_disk(*args):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr("ase_humanoid.utils.shipped_models.write_checksums", full_disk)
+    metrics_file = checkpoint.parents[1] / "metrics.json"
+    metrics_file.write_text('{"fall_rate": 0.5}')
+    before = sorted(p.name for p in checkpoint.parents[1].iterdir())
+    out = checkpoint.parents[1] / "new" / "models"
+    assert load_script("tools/ship_model.py").main([
+        str(checkpoint), "--name=tiny", "--metrics", str(metrics_file), "--hours", "1",
+        "--command", "python train.py", "--out", str(out)]) == 2
+    one_error_line(capsys.readouterr().err, "No space left on device")
+    assert sorted(p.name for p in checkpoint.parents[1].iterdir()) == before  # neither new/ nor new/models
+
+
 # ------------------------------------------------ 7: tools/curve_motion.py --out
 def test_curve_motion_replaces_an_existing_out_only_when_asked(tmp_path, capsys):
     tool = load_script("tools/curve_motion.py")

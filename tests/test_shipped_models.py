@@ -271,3 +271,7 @@ def test_a_task_policy_on_another_controller_is_named(capsys):
     assert "was trained on the controller pretrained/ase_llc_amp_humanoid_walk.pt" in capsys.readouterr().err
     run([*common, "llc_checkpoint=pretrained/ase_llc_amp_humanoid_walk.pt"])
     assert "was trained on the controller" not in capsys.readouterr().err
+    # a task policy given as the controller: the controller it carries is used, its own here
+    run([*common, "llc_checkpoint=pretrained/heading_amp_humanoid.pt"])
+    err = capsys.readouterr().err
+    assert "using the controller it carries" in err and "was trained on the controller" not in err

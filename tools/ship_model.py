@@ -224,13 +224,20 @@ def ship(args: argparse.Namespace) -> int:
                                                           "machine": args.machine})
     card = model_card(args.name, state, args, metrics, check)
     sums = shipped_models.read_checksums(out) if out.is_dir() else {}
+    created = [folder for folder in (out, *out.parents) if not folder.exists()]
     out.mkdir(parents=True, exist_ok=True)
-    write_all_or_nothing([
-        (card_path, lambda: atomic_file.write_text_atomic(card_path, card)),
-        (target, lambda: save_checkpoint(state, target)),
-        (out / shipped_models.CHECKSUM_FILE,
-         lambda: shipped_models.write_checksums(out, {**sums, target.name: shipped_models.sha256_of(target)})),
-    ])
+    try:
+            write_all_or_nothing([
+            (card_path, lambda: atomic_file.write_text_atomic(card_path, card)),
+            (target, lambda: save_checkpoint(state, target)),
+            (out / shipped_models.CHECKSUM_FILE,
+             lambda: shipped_models.write_checksums(out, {**sums, target.name: shipped_models.sha256_of(target)})),
+        ])
+    except BaseException:
+        for folder in created:  # innermost first: the folders this call made, if still empty
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+        raise
     print(f"shipped {target} ({target.stat().st_size / 1e6:.1f} MB), card {card_path}")
     return 0
 
