@@ -307,7 +307,8 @@ def print_final_skill_report(cfg: DictConfig, run_dir: Path) -> None:
     if latents <= 0 or cfg.task.name != "HumanoidASE" or cfg.train.algo != "ase":
         return
     from ase_humanoid.evaluate import skill_report
-    from ase_humanoid.skills import SkillOptions, format_summary, format_usability
+    from ase_humanoid.analysis.skill_report import SkillOptions, format_summary
+    from ase_humanoid.analysis.skill_targets import format_usability
 
     test_cfg = copy.deepcopy(cfg)
     with open_dict(test_cfg):
@@ -328,7 +329,7 @@ def print_final_skill_report(cfg: DictConfig, run_dir: Path) -> None:
 def next_step_after_pretraining(report: dict, run_dir: Path, max_epochs: int) -> str:
     """What to do with the controller: train a task on it only when it meets its targets; else
     continue the run (a command that works when pasted) or use a shipped controller."""
-    from ase_humanoid.skills import is_usable
+    from ase_humanoid.analysis.skill_targets import is_usable
 
     folder = shlex.quote(str(run_dir))
     if is_usable(report):

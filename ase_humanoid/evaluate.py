@@ -4,7 +4,7 @@ it in the viewer or record a video.
 For an ASE controller `latent=random` resamples skills on the training schedule, `latent=fixed`
 gives each env one skill for the whole episode. Task envs add their own metrics through
 `env.task_metrics()` (heading error, location success, ...). An ASE controller on HumanoidASE also
-gets the skill report of `skills.py` (`skill_report`; benchmarks/ase_skills.py prints it alone).
+gets the skill report of `analysis/skill_report.py` (`skill_report`; benchmarks/ase_skills.py prints it alone).
 """
 
 from __future__ import annotations
@@ -157,7 +157,7 @@ def evaluate(cfg: DictConfig) -> dict[str, float]:
         return run_viewer(env, agent, latent=cfg.latent, task_name=cfg.task.name)
     stats = run_episodes(env, agent, cfg)
     if reports_skills(cfg):
-        from ase_humanoid.skills import SkillOptions, format_summary
+        from ase_humanoid.analysis.skill_report import SkillOptions, format_summary
 
         # one latent per test episode, capped so that the report stays under a minute on 2 cores
         options = SkillOptions(num_latents=min(int(cfg.test_episodes), MAX_TEST_SKILL_LATENTS),
@@ -269,10 +269,10 @@ def reports_skills(cfg: DictConfig) -> bool:
 
 
 def skill_report(cfg: DictConfig, options) -> dict:
-    """The skill report (`skills.py`) of the ASE checkpoint `cfg.checkpoint`: networks loaded as
+    """The skill report (`analysis/skill_report.py`) of the ASE checkpoint `cfg.checkpoint`: networks loaded as
     `load_policy` loads them, on an env per measurement (`skill_config`, `getup_config`)."""
     from ase_humanoid.builders import build_env
-    from ase_humanoid.skills import getup_config, measure_skills, skill_config
+    from ase_humanoid.analysis.skill_report import getup_config, measure_skills, skill_config
 
     rollout_cfg = skill_config(cfg, options)
     env, agent = load_policy(rollout_cfg)

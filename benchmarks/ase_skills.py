@@ -10,7 +10,7 @@ Loads the checkpoint as `train.py test=true` does (its saved network sizes, AMP 
 and motion file) and reports fall rate, key-body distance to the dataset, each latent's skill
 (nearest clip) and the clip coverage, the spread of speed, turning and height across latents,
 the encoder's enc(amp_obs) . z, and the getup success from fallen states. What each number
-means: ase_humanoid/skills.py and the README ("Is the ASE controller done?").
+means: ase_humanoid/analysis/ and the README ("Is the ASE controller done?").
 
 `--every N` on a run folder measures each snapshot `epoch_K.pt` with K a multiple of N and prints
 one table row per snapshot (fall rate, key-body distance, clips, enc . z, getup, targets met), so
@@ -113,7 +113,7 @@ def measure(args: argparse.Namespace) -> dict:
 
     from ase_humanoid.evaluate import skill_report
     from ase_humanoid.sim.base import PHYSICS_DT
-    from ase_humanoid.skills import SkillOptions
+    from ase_humanoid.analysis.skill_report import SkillOptions
 
     cfg, epoch = compose_skill_config(args)
     torch.set_num_threads(int(cfg.torch_threads))  # as train.py does
@@ -151,9 +151,9 @@ def settings_tag(args: argparse.Namespace) -> str:
 
 def table_row(report: dict) -> str:
     """One markdown row: epoch, fall rate, key-body cm, clips (locomotion counts), enc . z,
-    getup, targets met (ase_humanoid.skills.usability)."""
+    getup, targets met (ase_humanoid.analysis.skill_targets.usability)."""
     from ase_humanoid.envs.motion_quality import short_clip_names
-    from ase_humanoid.skills import covered_and_locomotion_clips, usability
+    from ase_humanoid.analysis.skill_targets import covered_and_locomotion_clips, usability
 
     _, locomotion = covered_and_locomotion_clips(report)
     counts = ", ".join(f"{short} {report['clip_counts'][name]}"
@@ -221,7 +221,8 @@ def main(argv=None):
     check_output_paths(args)
     if args.every is not None:
         return measure_run(args)
-    from ase_humanoid.skills import format_summary, format_usability
+    from ase_humanoid.analysis.skill_report import format_summary
+    from ase_humanoid.analysis.skill_targets import format_usability
 
     report = measure(args)
     if args.json:

@@ -88,7 +88,7 @@ LAYERS = (
     ("envs", "agents"),
     ("runner", "policy_export", "config", "run_dir"),
     ("builders",),
-    ("skills", "checkpoint_config"),
+    ("analysis", "checkpoint_config"),
     ("evaluate", "gym_entry"),
     ("app",),
 )

@@ -1,4 +1,4 @@
-"""The ASE skill report (ase_humanoid/skills.py, benchmarks/ase_skills.py): its pure parts, the
+"""The ASE skill report (ase_humanoid/analysis/, benchmarks/ase_skills.py): its pure parts, the
 command end to end on an untrained controller, test=true's report and the training-time
 `skills/*` statistics."""
 
@@ -21,32 +21,27 @@ from ase_humanoid.envs.motion_quality import (
     clip_coverage,
     clip_of_frames,
     majority_clips,
+    short_clip_names,
 )
 from ase_humanoid.errors import ConfigError
 from ase_humanoid.motion.motion_lib import MotionLib
 from ase_humanoid.robots.description import load_robot
-from ase_humanoid.skills import (
-    USABLE_TARGETS,
-    SkillOptions,
+from ase_humanoid.analysis.skill_measures import (
     clip_root_speeds,
     direction_span,
-    format_usability,
-    getup_config,
     heading_change,
     is_standing,
     mean_turning_rate,
     mirror_pair_turns,
-    short_clip_names,
-    skill_config,
-    skill_speed_text,
     speed_by_skill,
     spread,
     standing_thresholds,
     steady_turn_rate,
-    tile_grid,
     travel_directions,
-    usability,
 )
+from ase_humanoid.analysis.skill_media import tile_grid
+from ase_humanoid.analysis.skill_report import SkillOptions, getup_config, skill_config, skill_speed_text
+from ase_humanoid.analysis.skill_targets import USABLE_TARGETS, format_usability, usability
 
 SIX_CLIPS = PROJECT_ROOT / "motions" / "dataset_amp_humanoid_all.yaml"
 TINY_ASE = ["task=HumanoidASE", "num_envs=4", "seed=5", "motion_file=motions/dataset_amp_humanoid_all.yaml",

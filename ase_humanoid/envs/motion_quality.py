@@ -10,7 +10,7 @@ flailing one tens of cm. Next to it: the mean horizontal root speed (m/s) of the
 The nearest frame also says *which clip* a pose resembles most: a world's "skill" is the clip
 whose frames are nearest most often (`clip_of_frames`, `majority_clips`), and the number of
 distinct skills among worlds (`clip_coverage`) says how much of the dataset a policy reproduces
-(an ASE controller whose latents all walk covers one clip). `ase_humanoid/skills.py` builds its
+(an ASE controller whose latents all walk covers one clip). `ase_humanoid/analysis/skill_report.py` builds its
 skill report from these.
 
 `MotionQuality` holds the dataset's pose features; `MotionQualityProbe` measures a subset of a

@@ -27,9 +27,10 @@ with the motion data and with each other:
   off, one fixed latent each; success = root and head both reach `STANDING_FRACTION` of their
   heights in the standing pose at some step within `getup_steps`.
 
-Layout: pure functions (shapes in their docstrings), the configs of the two measurement envs,
-the measurements, the report and its outputs (summary, grid video, root-path plot). Loading a
-checkpoint is `evaluate.skill_report`'s job (this module sits below evaluate.py).
+Layout: this module holds the configs of the two measurement envs, the measurements, the report
+and its summary; the measures are pure functions in `skill_measures`, the grid video and path
+plot in `skill_media`, the usability verdict in `skill_targets`. Loading a checkpoint is
+`evaluate.skill_report`'s job (this room sits below the run's).
 """
 
 from __future__ import annotations
@@ -38,7 +39,6 @@ import copy
 import math
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import torch
@@ -46,29 +46,29 @@ from omegaconf import DictConfig, open_dict
 
 from ase_humanoid.agents.ase import sample_unit_latents
 from ase_humanoid.agents.networks import mirror_latents
+from ase_humanoid.analysis.skill_measures import (
+    LatentRollouts,
+    MIN_TRAVEL_M,
+    SETTLE_S,
+    TURNING_THRESHOLD,
+    TURNING_WINDOW_S,
+    clip_root_speeds,
+    direction_span,
+    heading_change,
+    is_standing,
+    mean_turning_rate,
+    mirror_pair_turns,
+    speed_by_skill,
+    spread,
+    standing_thresholds,
+    steady_turn_rate,
+    travel_directions,
+)
+from ase_humanoid.analysis.skill_media import write_grid_video, write_path_plot
 from ase_humanoid.envs.humanoid_ase import head_body_index
 from ase_humanoid.envs.motion_quality import MotionQuality, clip_coverage, majority_clips, short_clip_names
 from ase_humanoid.errors import ConfigError
 from ase_humanoid.utils import rotations as rot
-
-STANDING_FRACTION = 0.8
-"""Getup success: root and head at least this share of their standing-pose heights. For the AMP
-humanoid: root 0.8 x 0.89 = 0.71 m, head 0.8 x 1.35 = 1.08 m; the walk clip's median heights
-(0.82 m, 1.28 m) and even its lowest head height (1.22 m) pass, a character on its knees does not."""
-
-TILE_WIDTH, TILE_HEIGHT = 160, 120  # one character's tile in the grid video
-TILE_CAMERA_DISTANCE = 3.0  # m; closer than the 640x480 evaluation video's 4 m, tiles are small
-TILE_SHADOW_MAP = 512  # px; the scene's 4096 costs ~0.2 s a tile on a software (llvmpipe) EGL
-VIDEO_FRAME_STRIDE = 2  # control steps per video frame: 15 fps halves the rendering, still smooth
-TURNING_WINDOW_S = 0.5
-"""Turning rates are heading changes over windows this long: step by step, the pelvis's yaw swing
-within a stride counts as turning (the walk clip: 0.59 rad/s step by step, 0.33 over 0.5 s)."""
-MIN_TRAVEL_M = 1.0
-"""A latent has a direction of travel only if its root ends at least this far from its start."""
-SETTLE_S = 2.0
-"""`steady_turn_rate` leaves out the first this many seconds: setting off from standing."""
-TURNING_THRESHOLD = 0.1
-"""rad/s: a latent whose steady turn rate is beyond this turns (right below -it, left above it)."""
 
 
 START_CHOICES = ("standing", "reference")
@@ -108,149 +108,6 @@ class SkillOptions:
             raise ConfigError(f"skill report: getup episodes must be >= 0, got {self.getup_episodes}")
 
 
-# ---------------------------------------------------------------------------- pure functions
-
-def heading_change(heading_before: torch.Tensor, heading_after: torch.Tensor) -> torch.Tensor:
-    """Signed change (rad) `[n]` between two headings `[n]` (rad), the short way round (from 3.1
-    to -3.1 rad is a small turn, not almost a full one)."""
-    return rot.normalize_angle(heading_after - heading_before)
-
-
-def mean_turning_rate(heading_steps: torch.Tensor, steps_used: torch.Tensor, window: int,
-                      dt: float) -> torch.Tensor:
-    """Mean |turning rate| (rad/s) `[K]` over sliding windows of `window` control steps of `dt`
-    seconds. heading_steps `[T, K]`: signed heading change of each step (rad, short way round),
-    of which the first `steps_used [K]` count. A latent with fewer valid steps than `window`
-    gets one window over all of them; none: NaN."""
-    total_steps, k = heading_steps.shape
-    heading = torch.cat([heading_steps.new_zeros(1, k), heading_steps.cumsum(0)])  # [T + 1, K] unwrapped
-    w = max(1, min(window, total_steps))
-    rates = (heading[w:] - heading[:-w]).abs() / (w * dt)  # [T + 1 - w, K], window ending at state w + row
-    ends = torch.arange(w, total_steps + 1, device=heading.device).unsqueeze(1)
-    valid = ends <= steps_used.unsqueeze(0)
-    count = valid.sum(0)
-    windowed = (rates * valid).sum(0) / count.clamp_min(1)
-    used = steps_used.long().clamp(0, total_steps)
-    one_window = heading[used, torch.arange(k, device=heading.device)].abs() / (used.clamp_min(1) * dt)
-    return torch.where(count > 0, windowed, torch.where(used > 0, one_window, math.nan))
-
-
-def travel_directions(root_xy: torch.Tensor, start_heading: torch.Tensor,
-                      min_distance: float = MIN_TRAVEL_M) -> torch.Tensor:
-    """Direction `[K]` (rad, [-pi, pi), + = to the left) of each latent's net displacement, from
-    its first to its last recorded root position (`root_xy [T + 1, K, 2]`, NaN from a fall on),
-    relative to its heading at the start (`start_heading [K]`); NaN where the root ended less
-    than `min_distance` m from its start."""
-    steps = torch.arange(root_xy.shape[0], device=root_xy.device)[:, None]
-    last = torch.where(torch.isfinite(root_xy[..., 0]), steps, 0).amax(dim=0)  # [K]
-    displacement = root_xy[last, torch.arange(root_xy.shape[1], device=root_xy.device)] - root_xy[0]
-    angle = rot.normalize_angle(torch.atan2(displacement[:, 1], displacement[:, 0]) - start_heading)
-    return torch.where(displacement.norm(dim=-1) >= min_distance, angle, math.nan)
-
-
-def steady_turn_rate(heading_steps: torch.Tensor, steps_used: torch.Tensor, skip: int, dt: float) -> torch.Tensor:
-    """Signed mean turning rate `[K]` (rad/s, + = left) after the first `skip` control steps, from
-    the per-step heading changes `heading_steps [T, K]` (0 from a fall on) and the steps before a
-    fall `steps_used [K]`; NaN for a latent that fell within `skip` steps."""
-    steps = (steps_used - skip).clamp_min(0)
-    total = heading_steps[skip:].sum(dim=0)
-    return torch.where(steps > 0, total / (steps.clamp_min(1) * dt), math.nan)
-
-
-def direction_span(directions: torch.Tensor) -> float:
-    """The smallest arc (rad) holding every finite direction of `directions [K]`: 0 when all
-    point the same way, near 2 pi when they point every way; NaN when none is finite."""
-    angles = directions[torch.isfinite(directions)].double().sort().values
-    if angles.numel() == 0:
-        return math.nan
-    gaps = torch.cat([angles.diff(), (angles[:1] + 2 * math.pi) - angles[-1:]])
-    return float(2 * math.pi - gaps.max())
-
-
-def mirror_pair_turns(steady_turn: torch.Tensor) -> dict:
-    """How far latent k and its mirror image k + K/2 turn opposite ways, from steady turn rates
-    `[K]`: `mean_abs_turn` (rad/s) against `mean_abs_asymmetry` = mean |t_k + t_k+K/2| (0 for a
-    left-right symmetric controller), over the pairs where neither fell early."""
-    half = steady_turn.numel() // 2
-    first, second = steady_turn[:half], steady_turn[half:]
-    both = torch.isfinite(first) & torch.isfinite(second)
-    if not bool(both.any()):
-        return {"pairs": 0, "mean_abs_turn": None, "mean_abs_asymmetry": None}
-    pairs = torch.cat([first[both], second[both]])
-    return {"pairs": int(both.sum()), "mean_abs_turn": float(pairs.abs().mean()),
-            "mean_abs_asymmetry": float((first[both] + second[both]).abs().mean())}
-
-
-def standing_thresholds(standing_body_pos: torch.Tensor, head_id: int,
-                        fraction: float = STANDING_FRACTION) -> tuple[float, float]:
-    """(root, head) height thresholds (m): `fraction` of their heights in the standing pose,
-    body positions `[B, 3]` (body 0 the root)."""
-    return fraction * float(standing_body_pos[0, 2]), fraction * float(standing_body_pos[head_id, 2])
-
-
-def is_standing(root_height: torch.Tensor, head_height: torch.Tensor, root_min: float,
-                head_min: float) -> torch.Tensor:
-    """`[n]` bool: root height `[n]` >= root_min and head height `[n]` >= head_min (m)."""
-    return (root_height >= root_min) & (head_height >= head_min)
-
-
-def spread(values: torch.Tensor) -> dict[str, float]:
-    """Mean, std (population) and range of `values [K]` (NaN rows ignored; NaN if none)."""
-    values = values[torch.isfinite(values)].double()
-    if values.numel() == 0:
-        return {"mean": math.nan, "std": math.nan, "min": math.nan, "max": math.nan}
-    return {"mean": float(values.mean()), "std": float(values.std(unbiased=False)),
-            "min": float(values.min()), "max": float(values.max())}
-
-
-def clip_root_speeds(root_lin_vel: torch.Tensor, num_frames: torch.Tensor) -> torch.Tensor:
-    """Mean horizontal root speed `[M]` (m/s) of each clip from the packed per-frame root
-    velocities `[F, 3]` of M clips of `num_frames [M]` frames each (MotionLib's layout)."""
-    clip_of_frame = torch.repeat_interleave(torch.arange(len(num_frames), device=num_frames.device), num_frames)
-    speed = root_lin_vel[:, :2].double().norm(dim=-1)  # [F]
-    total = torch.zeros(len(num_frames), dtype=torch.float64, device=speed.device).index_add_(0, clip_of_frame, speed)
-    return total / num_frames.double()
-
-
-def speed_by_skill(latent_speed: torch.Tensor, skills: torch.Tensor, clip_speed: torch.Tensor,
-                   clip_names: list[str], fell: torch.Tensor | None = None) -> dict[str, dict]:
-    """Per clip: `clip_m_s` (the clip's own mean root speed), `latents` (how many latents have it
-    as their skill) and, when any, the `mean_m_s` and `max_m_s` of those latents' mean root
-    speeds. With `fell [K]` bool also `fell` (how many of them fell) and, when any stayed up,
-    `up_mean_m_s` / `up_max_m_s` over those alone: a latent that runs and falls is fast until it
-    falls, and would otherwise hide that the ones that stay up are slow.
-    latent_speed `[K]` (NaN: no steps), skills `[K]` clip ids, clip_speed `[M]`."""
-    out = {}
-    for clip, name in enumerate(clip_names):
-        is_clip = skills == clip
-        measured = is_clip & torch.isfinite(latent_speed)
-        speeds = latent_speed[measured].double()
-        entry = {"clip_m_s": float(clip_speed[clip]), "latents": int(is_clip.sum())}
-        if speeds.numel():
-            entry.update(mean_m_s=float(speeds.mean()), max_m_s=float(speeds.max()))
-        if fell is not None:
-            entry["fell"] = int((is_clip & fell).sum())
-            up = latent_speed[measured & ~fell].double()
-            if up.numel():
-                entry.update(up_mean_m_s=float(up.mean()), up_max_m_s=float(up.max()))
-        out[name] = entry
-    return out
-
-
-def tile_grid(tiles: np.ndarray, columns: int) -> np.ndarray:
-    """Tiles `[n, H, W, 3]` row by row into one image `[rows * H, columns * W, 3]` (rows =
-    ceil(n / columns)); places without a tile stay black."""
-    n, height, width, channels = tiles.shape
-    rows = -(-n // columns)
-    grid = np.zeros((rows * height, columns * width, channels), dtype=tiles.dtype)
-    for i in range(n):
-        r, c = divmod(i, columns)
-        grid[r * height:(r + 1) * height, c * width:(c + 1) * width] = tiles[i]
-    return grid
-
-
-# ---------------------------------------------------------------------------- measurement envs
-
 def skill_config(cfg: DictConfig, options: SkillOptions) -> DictConfig:
     """A copy of a `test=true` config (task HumanoidASE) for the fixed-latent rollouts: one env
     per latent, every episode from the standing pose (or, with options.start "reference", from
@@ -287,26 +144,6 @@ def getup_config(cfg: DictConfig, options: SkillOptions) -> DictConfig:
         env.enable_early_termination = False
         env.max_episode_length = options.getup_steps + 1
     return out
-
-
-# ---------------------------------------------------------------------------- measurements
-
-@dataclass
-class LatentRollouts:
-    """Per-latent sums of `roll_out_latents` over the steps before a fall (K latents, M clips,
-    T steps)."""
-
-    clip_counts: torch.Tensor  # [K, M] steps whose nearest dataset frame lay in each clip
-    steps_used: torch.Tensor  # [K] steps before a fall
-    error_sum: torch.Tensor  # [K] key-body distance to the nearest frame, m
-    speed_sum: torch.Tensor  # [K] horizontal root speed, m/s
-    heading_steps: torch.Tensor  # [T, K] signed heading change per step, rad (0 from a fall on)
-    height_sum: torch.Tensor  # [K] root height, m
-    enc_z_sum: torch.Tensor  # [K] enc(amp_obs) . z
-    fall_step: torch.Tensor  # [K] long: control step at which the fall criterion fired, -1: none
-    root_xy: torch.Tensor  # [T + 1, K, 2] root path (NaN from a fall on)
-    start_heading: torch.Tensor  # [K] root heading at the start, rad
-    qpos: np.ndarray | None  # [T + 1, n, nq] MuJoCo qpos of the first n envs (frozen at a fall), for video
 
 
 def _zeros(k: int, device) -> torch.Tensor:
@@ -406,8 +243,6 @@ def measure_getup(env, agent, latents: torch.Tensor, episodes: int, steps: int) 
                        root_min, head_min, torch.cat(start_head) if start_head else empty,
                        torch.cat(best_head) if best_head else empty)
 
-
-# ---------------------------------------------------------------------------- the report
 
 def measure_skills(env, agent, getup_env, options: SkillOptions) -> dict:
     """The skill report (a JSON-ready dict, see `build_report`) of ASE `agent` on `env`
@@ -590,165 +425,3 @@ def skill_speed_text(entry: dict) -> str:
               f"{entry['up_max_m_s']:.2f}" if "up_mean_m_s" in entry else "none up")
         text += f" [{entry['fell']} of {entry['latents']} fell; {up}]"
     return text
-
-
-USABLE_TARGETS = {"fall_rate": 0.10, "key_body_error_cm": 10.0, "clip_coverage": 8, "getup_success_rate": 0.70}
-"""What makes a controller usable for the hierarchical tasks (issue 54): at most this fall rate
-and key-body distance (cm), at least this many clips covered (all of them, in a dataset of
-fewer), a latent for each kind of skill in `SKILL_KINDS` the dataset holds, and at least this
-getup success."""
-# Kinds of skill a usable controller covers, by words in the clips' names; a kind the dataset
-# has no clip of is not asked for.
-SKILL_KINDS = {"run": ("run", "jog"), "turn": ("turn", "veer"), "strike": ("punch", "kick", "boxing", "sword")}
-LOCOMOTION_WORDS = ("walk", "run", "jog")
-
-
-def covered_and_locomotion_clips(report: dict) -> tuple[set[str], list[str]]:
-    """The clips that are some latent's skill, and the dataset's locomotion clips."""
-    covered = {name for name, count in report["clip_counts"].items() if count > 0}
-    locomotion = [name for name in report["clip_counts"] if any(w in name for w in LOCOMOTION_WORDS)]
-    return covered, locomotion
-
-
-def skill_kinds_covered(report: dict) -> dict[str, bool]:
-    """{kind: some latent's skill is a clip of that kind}, for the kinds of SKILL_KINDS the
-    dataset holds."""
-    covered = {name for name, count in report["clip_counts"].items() if count > 0}
-    kinds = {}
-    for kind, words in SKILL_KINDS.items():
-        of_kind = [name for name in report["clip_counts"] if any(w in name for w in words)]
-        if of_kind:
-            kinds[kind] = any(name in covered for name in of_kind)
-    return kinds
-
-
-def coverage_target(report: dict) -> int:
-    return min(USABLE_TARGETS["clip_coverage"], len(report["clip_counts"]))
-
-
-def usability(report: dict) -> dict[str, bool]:
-    """Which of `USABLE_TARGETS` (and the skill kinds) `report` meets."""
-    t = USABLE_TARGETS
-    error, getup = report["key_body_error_cm"], report["getup"]["success_rate"]
-    kinds = skill_kinds_covered(report)
-    return {
-        "fall_rate": report["fall_rate"] <= t["fall_rate"],
-        "key_body_error_cm": error is not None and error <= t["key_body_error_cm"],
-        "clip_coverage": report["clip_coverage"] >= coverage_target(report),
-        "skill_kinds": bool(kinds) and all(kinds.values()),
-        "getup_success_rate": getup is not None and getup >= t["getup_success_rate"],
-    }
-
-
-def format_usability(report: dict) -> str:
-    """One line per target: measured, target, met or not; then the verdict (never advice)."""
-    met, t = usability(report), USABLE_TARGETS
-    getup = report["getup"]["success_rate"]
-    error = report["key_body_error_cm"]
-    kinds = skill_kinds_covered(report)
-    rows = [
-        ("fall rate", f"{report['fall_rate']:.2f} (target <= {t['fall_rate']:.2f})", met["fall_rate"]),
-        ("key-body distance", f"{error:.1f} cm (target <= {t['key_body_error_cm']:.0f} cm)" if error is not None
-         else "not measured", met["key_body_error_cm"]),
-        ("clips covered", f"{report['clip_coverage']} of {len(report['clip_counts'])} (target >= "
-                          f"{coverage_target(report)})", met["clip_coverage"]),
-        ("kinds of skill", ", ".join(f"{kind} {'yes' if ok else 'no'}" for kind, ok in kinds.items())
-         or "none in the dataset", met["skill_kinds"]),
-        ("getup in 3 s", f"{getup:.2f} (target >= {t['getup_success_rate']:.2f})" if getup is not None
-         else "not measured",
-         met["getup_success_rate"]),
-    ]
-    lines = ["usable controller? (the targets of docs/research-notes.md, ASE pre-training)"]
-    lines += [f"  {name}: {value}: {'met' if ok else 'NOT met'}" for name, value, ok in rows]
-    lines.append("  verdict: usable for the hierarchical tasks" if all(met.values()) else
-                 f"  verdict: not yet ({sum(not ok for ok in met.values())} of {len(met)} targets missed)")
-    return "\n".join(lines)
-
-
-def is_usable(report: dict) -> bool:
-    return all(usability(report).values())
-
-
-# ---------------------------------------------------------------------------- video and plot
-
-def tile_labels(report: dict, count: int) -> list[str]:
-    """`"<latent> <skill>"` for the first `count` latents."""
-    names = report["per_latent"]["skill"][:count]
-    short = dict(zip(report["clip_counts"], short_clip_names(list(report["clip_counts"]))))
-    return [f"z{i} {short[name]}" for i, name in enumerate(names)]
-
-
-def tile_renderer(mj_model):
-    """An OffscreenRenderer for one small tile, cheap enough for thousands of frames on a CPU:
-    a small shadow map, no multisampling, reflections or skybox (14 ms a tile instead of 190 ms
-    with software EGL on 2 busy cores), the camera closer than for a full-size video."""
-    import mujoco
-
-    from ase_humanoid.utils.render import OffscreenRenderer
-
-    model = copy.deepcopy(mj_model)  # the env's model keeps its settings
-    model.vis.quality.shadowsize = TILE_SHADOW_MAP
-    model.vis.quality.offsamples = 0
-    renderer = OffscreenRenderer(model, width=TILE_WIDTH, height=TILE_HEIGHT)
-    for flag in (mujoco.mjtRndFlag.mjRND_REFLECTION, mujoco.mjtRndFlag.mjRND_SKYBOX):
-        renderer.renderer.scene.flags[flag] = False
-    renderer.camera.distance = TILE_CAMERA_DISTANCE
-    return renderer
-
-
-def write_grid_video(path: str | Path, mj_model, rollouts: LatentRollouts, report: dict, dt: float) -> Path:
-    """One tile per recorded latent (a camera following its character, labelled with the latent
-    and its skill; frozen from a fall on), tiles in a square-ish grid, as .mp4 or .gif; a frame
-    every VIDEO_FRAME_STRIDE control steps of `dt` seconds."""
-    from ase_humanoid.utils.render import write_video
-
-    qpos = rollouts.qpos  # [T + 1, n, nq]
-    n = qpos.shape[1]
-    columns = math.ceil(math.sqrt(n))
-    labels = tile_labels(report, n)
-    fall_step = rollouts.fall_step[:n].tolist()
-    renderer = tile_renderer(mj_model)
-    try:
-        frames = []
-        for t in range(0, qpos.shape[0], VIDEO_FRAME_STRIDE):
-            tiles = [renderer.render(qpos[t, i], text=[labels[i] + (" fell" if 0 <= fall_step[i] <= t else "")])
-                     for i in range(n)]
-            frames.append(tile_grid(np.stack(tiles), columns))
-    finally:
-        renderer.close()
-    return write_video(path, frames, fps=1.0 / (VIDEO_FRAME_STRIDE * dt))
-
-
-def write_path_plot(path: str | Path, rollouts: LatentRollouts, report: dict) -> Path:
-    """Top-down root paths (x-y, m) of every latent, coloured by its skill clip (legend: clip and
-    number of latents); an x marks where a latent fell."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    names = list(report["clip_counts"])
-    colours = {name: plt.get_cmap("tab10")(i % 10) for i, name in enumerate(names)}
-    short = dict(zip(names, short_clip_names(names)))
-    xy = rollouts.root_xy.cpu().numpy()  # [T + 1, K, 2]
-    fig, ax = plt.subplots(figsize=(7, 7))
-    for i, skill in enumerate(report["per_latent"]["skill"]):
-        path_i = xy[:, i][np.isfinite(xy[:, i]).all(-1)]
-        ax.plot(path_i[:, 0], path_i[:, 1], color=colours[skill], lw=1.0, alpha=0.8)
-        if report["per_latent"]["fell"][i] and len(path_i):
-            ax.plot(path_i[-1, 0], path_i[-1, 1], "x", color=colours[skill], ms=6)
-    for name in names:
-        if report["clip_counts"][name]:
-            ax.plot([], [], color=colours[name], label=f"{short[name]} ({report['clip_counts'][name]})")
-    ax.plot(0, 0, "ko", ms=4)
-    ax.set_aspect("equal", adjustable="datalim")
-    ax.set_xlabel("x (m)")
-    ax.set_ylabel("y (m)")
-    ax.set_title(f"root paths of {report['latents']} latents, {report['seconds']:.0f} s (x: fell)")
-    ax.legend(title="skill (latents)", loc="best", fontsize=8)
-    ax.grid(alpha=0.3)
-    fig.tight_layout()
-    path = Path(path)
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
-    return path
