@@ -12,7 +12,9 @@ MotionLib at t = 0 / a uniform time, `Hybrid` = Random with probability `hybrid_
 otherwise Default. After a reference-state init the AMP history (`amp_history.py`) holds the
 clip at t - k dt (k = 0 .. steps - 1); after any other reset it repeats the new state's frame.
 All resets of a step are planned first (`ResetPlan` in `reset_plan.py`: states, their body
-kinematics, policy observations and AMP histories) and written with one `set_robot_state` call.
+kinematics, policy observations and AMP histories) and written with one `set_robot_state` call
+(`humanoid_resets.py`; the observations are in `humanoid_observations.py`, both mixins of
+`Humanoid`).
 The resets of the `state_init` mixture are drawn `reset_pool_size` at a time ahead of use
 (`reset_pool.py`): the same distribution, a fraction of the cost per step.
 
@@ -35,8 +37,6 @@ Extension points for task subclasses (see `ase_humanoid/envs/tasks/`):
 
 from __future__ import annotations
 
-import dataclasses
-
 import gymnasium
 import numpy as np
 import torch
@@ -46,27 +46,18 @@ from ase_humanoid.envs import terminations as term_fn
 from ase_humanoid.envs import amp_history as amp_ring
 from ase_humanoid.envs import terrain_placement as terrain_fn
 from ase_humanoid.envs.config import HumanoidEnvConfig, make_config
-from ase_humanoid.envs.reset_plan import (
-    KINEMATICS_FIELDS,
-    STATE_FIELDS,
-    ResetPlan,
-    RobotStates,
-    merge_draws,
-    plan_from_draws,
-    standing_states,
-)
+from ase_humanoid.envs.humanoid_observations import HumanoidObservations
+from ase_humanoid.envs.humanoid_resets import HumanoidResets
 from ase_humanoid.envs.reset_pool import DrawAhead
 from ase_humanoid.errors import ConfigError
 from ase_humanoid.robots.description import load_robot, load_robot_config, robot_names
-from ase_humanoid.robots.kinematics import ArticulationState, articulation_state, body_state_from_qpos
-from ase_humanoid.robots.mirror import SignedPermutation, policy_obs_mirror, robot_mirror
 from ase_humanoid.sim.base import PHYSICS_DT, PropSpec
 from ase_humanoid.sim.factory import make_backend
-from ase_humanoid.terrain import FlatGround, HeightMap, build_terrain, height_scan, height_scan_offsets, terrain_config
-from ase_humanoid.utils.rotations import calc_heading
+from ase_humanoid.terrain import FlatGround, HeightMap, build_terrain, height_scan_offsets, terrain_config
 from ase_humanoid.utils.render import Marker  # render-only shapes (kind, pos, size, rgba, mat)
 
-class Humanoid:
+
+class Humanoid(HumanoidObservations, HumanoidResets):
     """Batched humanoid environment with AMP observations; reward 0 (see module docstring).
 
     `Humanoid(cfg=None, **overrides)`: `cfg` a `HumanoidEnvConfig` (or subclass) or a mapping of
@@ -437,151 +428,6 @@ class Humanoid:
     def close(self) -> None:
         self.sim.close()
 
-    # ---- observations -------------------------------------------------------------------------
-
-    def compute_observations(self, env_ids: torch.Tensor | None = None) -> torch.Tensor:
-        """Policy observations `[n, num_obs]` of `env_ids` (all if None) from the simulator state."""
-        state = self.sim.state
-        body = (state.body_pos, state.body_rot, state.body_lin_vel, state.body_ang_vel)
-        if env_ids is not None:
-            body = tuple(x[env_ids] for x in body)
-        obs = obs_fn.policy_observation(*body, root_rotation=self.cfg.policy_root_rotation)
-        if self.terrain is not None:
-            obs = terrain_fn.with_root_height_above_ground(obs, body[0][:, 0], self.ground)
-        task_obs = self.compute_task_obs(env_ids) if self.task_obs_size else None
-        return self._with_task_obs(obs, task_obs, env_ids)
-
-    def _humanoid_and_amp_obs(self, state) -> tuple[torch.Tensor, torch.Tensor]:
-        """Humanoid part of the policy observation `[N, 15 B - 2]` and the AMP observation step
-        `[N, per_step]` of every env in SimState `state`; on terrain the root height in both is
-        measured from the ground under the root."""
-        ground = self._ground_under_root(state) if self.terrain is not None else None  # [N], once for both
-        return obs_fn.humanoid_observations(state.body_pos, state.body_rot, state.body_lin_vel, state.body_ang_vel,
-                                            state.joint_rot, state.joint_vel, self.key_body_ids,
-                                            self.cfg.local_root_obs, self.cfg.policy_root_rotation, ground)
-
-    def ground_under_bodies(self, state) -> torch.Tensor:
-        """`[N, B]` ground height under each body origin of SimState `state`, looked up once per
-        state: a step's observations (root height, the root being body 0) and fall check (body
-        heights) share it. Backends never overwrite a SimState they handed out (`SimBackend.state`),
-        so the lookup stays valid for as long as `state` is the current one."""
-        cached_state, heights = self._ground_lookup
-        if cached_state is not state:
-            heights = self.ground.height_at(state.body_pos[..., :2])
-            self._ground_lookup = (state, heights)
-        return heights
-
-    def _ground_under_root(self, state) -> torch.Tensor:
-        """`[N]` ground height under the root of every env in SimState `state`: from the shared
-        per-state lookup when the fall check will need it (or already made it), else for the
-        roots alone."""
-        if self.cfg.enable_early_termination or self._ground_lookup[0] is state:
-            return self.ground_under_bodies(state)[:, 0]
-        return self.ground.height_at(state.root_pos[:, :2])
-
-    def policy_obs_of(self, kinematics: ArticulationState) -> torch.Tensor:
-        """Humanoid part of the policy observation `[n, 15 B - 2]` of states with `kinematics`."""
-        return obs_fn.policy_observation(*kinematics.bodies(), root_rotation=self.cfg.policy_root_rotation)
-
-    def _plan_policy_obs(self, plan: ResetPlan) -> torch.Tensor:
-        """The humanoid policy observation `[n, 15 B - 2]` of the states `plan` has just set."""
-        if plan.policy_obs is not None:
-            return plan.policy_obs
-        s = self.sim.state
-        body = tuple(x.index_select(0, plan.env_ids) for x in (s.body_pos, s.body_rot, s.body_lin_vel, s.body_ang_vel))
-        obs = obs_fn.policy_observation(*body, root_rotation=self.cfg.policy_root_rotation)
-        if self.terrain is not None:
-            obs = terrain_fn.with_root_height_above_ground(obs, body[0][:, 0], self.ground)
-        return obs
-
-    def _with_task_obs(self, humanoid_obs: torch.Tensor, task_obs: torch.Tensor | None,
-                       env_ids: torch.Tensor | None = None, scan: torch.Tensor | None = None) -> torch.Tensor:
-        """The policy observation `[n, num_obs]`: humanoid part, height scan (when on; `scan`
-        when already computed, else measured now for `env_ids`), task part."""
-        parts = [humanoid_obs]
-        if self.scan_offsets is not None:
-            parts.append(scan if scan is not None else self.height_scan_obs(env_ids))
-        if task_obs is not None:
-            parts.append(task_obs)
-        return parts[0] if len(parts) == 1 else torch.cat(parts, dim=-1)
-
-    def height_scan_obs(self, env_ids: torch.Tensor | None = None) -> torch.Tensor:
-        """Root height above the ground at the scan points `[n, P]` of `env_ids` (all if None),
-        from the current simulator state, laid out in the root's heading frame."""
-        s = self.sim.state
-        root_pos, root_rot = (s.root_pos, s.root_rot) if env_ids is None else (s.root_pos[env_ids], s.root_rot[env_ids])
-        return height_scan(self.ground, root_pos, calc_heading(root_rot), self.scan_offsets)
-
-    def mirror_maps(self) -> dict[str, SignedPermutation]:
-        """Signed permutations taking this env's policy observations ("obs"), AMP observation
-        histories ("amp_obs", newest first) and actions ("actions") to their left-right mirror
-        images, for symmetry losses. ModelError unless the humanoid is symmetric
-        (`robots.mirror.robot_mirror`); ConfigError when the observation holds task or height-scan
-        terms, which have no mirror map."""
-        if self.task_obs_size or self.scan_offsets is not None:
-            raise ConfigError(f"{type(self).__name__}: mirror maps cover the humanoid's own observation only; "
-                              "this env adds task or height-scan terms")
-        mirror = robot_mirror(self.robot)
-        return {"obs": policy_obs_mirror(mirror),
-                "amp_obs": obs_fn.amp_obs_mirror(self.robot, mirror, self.robot.key_body_ids, self.num_amp_obs_steps),
-                "actions": mirror.dofs}
-
-    def amp_obs_from_sim(self, env_ids: torch.Tensor | None = None) -> torch.Tensor:
-        """Current AMP observation step `[n, per_step]` from the simulator state."""
-        s = self.sim.state
-        fields = (s.root_pos, s.root_rot, s.root_lin_vel, s.root_ang_vel, s.joint_rot, s.joint_vel)
-        key_pos = s.body_pos.index_select(1, self.key_body_ids)
-        if env_ids is not None:
-            fields = tuple(x[env_ids] for x in fields)
-            key_pos = key_pos[env_ids]
-        amp = obs_fn.amp_observation(*fields, key_pos, self.cfg.local_root_obs)
-        if self.terrain is not None:
-            amp = terrain_fn.with_root_height_above_ground(amp, fields[0], self.ground)
-        return amp
-
-    def amp_obs_from_motion(self, motion_ids: torch.Tensor, times: torch.Tensor) -> torch.Tensor:
-        """AMP observation steps `[n, per_step]` of the MotionLib's clips at `times [n]`.
-
-        Key-body positions come from forward kinematics of the reference root and DoF
-        positions, exactly as the simulator computes them for the same state.
-        """
-        motion_lib = self._require_motion_lib("reference AMP observations")
-        ms = motion_lib.get_motion_state(motion_ids, times, body_states=False)
-        return self.amp_obs_from_motion_state(ms)
-
-    def amp_obs_from_motion_state(self, ms, kinematics: ArticulationState | None = None) -> torch.Tensor:
-        """AMP observation steps `[n, per_step]` of MotionLib states `ms` (a `MotionState`), with
-        `kinematics` their ArticulationState when already computed. Key-body positions and joint
-        rotations come from the simulator's own kinematics of the root and DoF positions (so a
-        state set in the simulator gives the same frame), joint velocities from the clip."""
-        if kinematics is None:
-            kinematics = articulation_state(self.robot, ms.root_pos, ms.root_rot, ms.root_lin_vel,
-                                            ms.root_ang_vel, ms.dof_pos, ms.dof_vel)
-        return self._amp_obs(ms.root_pos, ms.root_rot, ms.root_lin_vel, ms.root_ang_vel, kinematics, ms.joint_vel)
-
-    def amp_obs_from_states(self, states: RobotStates, kinematics: ArticulationState | None = None) -> torch.Tensor:
-        """AMP observation steps `[n, per_step]` the simulator will give for humanoid `states`
-        (`kinematics`: theirs, when already computed)."""
-        if kinematics is None:
-            kinematics = self.kinematics_of(states)
-        return self._amp_obs(states.root_pos, states.root_rot, states.root_lin_vel, states.root_ang_vel,
-                             kinematics, kinematics.joint_vel)
-
-    def _amp_obs(self, root_pos, root_rot, root_lin_vel, root_ang_vel, kinematics: ArticulationState,
-                 joint_vel: torch.Tensor) -> torch.Tensor:
-        """AMP observation steps `[n, per_step]` of root states, their kinematics (joint
-        rotations, key-body positions) and joint velocities `[n, D]`."""
-        return obs_fn.amp_observation(root_pos, root_rot, root_lin_vel, root_ang_vel, kinematics.joint_rot, joint_vel,
-                                      kinematics.body_pos.index_select(1, self.key_body_ids), self.cfg.local_root_obs)
-
-    def policy_obs_from_motion(self, motion_ids: torch.Tensor, times: torch.Tensor) -> torch.Tensor:
-        """Humanoid part of the policy observation `[n, 15 B - 2]` for reference states."""
-        motion_lib = self._require_motion_lib("reference observations")
-        ms = motion_lib.get_motion_state(motion_ids, times, body_states=False)
-        body = body_state_from_qpos(self.robot, ms.root_pos, ms.root_rot, ms.root_lin_vel,
-                                    ms.root_ang_vel, ms.dof_pos, ms.dof_vel)
-        return obs_fn.policy_observation(*body, root_rotation=self.cfg.policy_root_rotation)
-
     # ---- physics, terminations ----------------------------------------------------------------
 
     def simulate(self, actions: torch.Tensor) -> None:
@@ -607,144 +453,6 @@ class Humanoid:
     def compute_truncated(self) -> torch.Tensor:
         """Time-outs `[N]` bool: the episode has run `max_episode_length` control steps."""
         return term_fn.timeout(self.episode_steps, self.max_episode_length)
-
-    # ---- resets -------------------------------------------------------------------------------
-
-    def reset_envs(self, env_ids: torch.Tensor) -> ResetPlan:
-        """Reset the humanoids, counters, task and AMP history of `env_ids [n]`; returns the plan."""
-        plan = self.place_on_terrain(self.plan_reset(env_ids))
-        if len(plan.env_ids):
-            # one state write for the whole batch: the backend refreshes its state once
-            self.sim.set_robot_state(plan.env_ids, *plan.states.as_tuple(), kinematics=plan.kinematics)
-        self._start_episodes(env_ids, plan)
-        return plan
-
-    def place_on_terrain(self, plan: ResetPlan) -> ResetPlan:
-        """`plan` (states for flat ground) moved onto each env's spawn point and lifted clear of the
-        ground under its bodies (`terrain_placement.py`); the plan itself on flat ground."""
-        if self.terrain is None or len(plan.env_ids) == 0:
-            return plan
-        states = plan.states
-        kinematics = plan.kinematics if plan.kinematics is not None else self.kinematics_of(states)
-        offsets, correction = terrain_fn.terrain_placement(  # [n, 3], [n]: one ground lookup
-            states.root_pos, kinematics.body_pos, self.env_origins[plan.env_ids], self.ground)
-        moved_states = RobotStates(states.root_pos + offsets, *states.as_tuple()[1:])
-        moved_kinematics = dataclasses.replace(kinematics, body_pos=kinematics.body_pos + offsets.unsqueeze(1))
-        policy_obs = plan.policy_obs
-        if policy_obs is not None:
-            policy_obs = torch.cat([policy_obs[:, :1] + correction.unsqueeze(-1), policy_obs[:, 1:]], dim=-1)
-        amp_history = torch.cat([plan.amp_history[..., :1] + correction[:, None, None], plan.amp_history[..., 1:]],
-                                dim=-1)
-        return ResetPlan(plan.env_ids, moved_states, amp_history, moved_kinematics, policy_obs)
-
-    def restart_episodes(self, env_ids: torch.Tensor) -> torch.Tensor:
-        """Reset `env_ids [n]` again, discarding the steps their current (just begun) episodes
-        have run; returns their first observations `[n, num_obs]` (hierarchical envs start an
-        episode only at a high-level step)."""
-        self.reset_envs(env_ids)
-        return self.compute_observations(env_ids)
-
-    def plan_reset(self, env_ids: torch.Tensor) -> ResetPlan:
-        """Initial states of the humanoids of `env_ids` by `state_init` (subclasses add modes)."""
-        return self.plan_from_draws(env_ids, self.take_resets(len(env_ids)))
-
-    def take_resets(self, n: int) -> dict:
-        """`n` independent draws of `_draw_resets`: from the ones drawn ahead (`reset_draws`), or
-        drawn now when `reset_pool_size` is 0."""
-        return self.reset_draws.take(n) if self.reset_draws is not None else self._draw_resets(n)
-
-    def _draw_resets(self, count: int) -> dict:
-        """`count` resets of the `state_init` distribution: `Default` standing pose, `Start` /
-        `Random` reference states of clips sampled by weight at t = 0 / a uniform time, `Hybrid`
-        Random with probability `hybrid_init_prob`, else Default. A dict of the RobotStates and
-        ArticulationState fields `[count, ...]`, `amp_history [count, steps, per_step]` and
-        `policy_obs [count, 15 B - 2]` (subclasses may add fields)."""
-        mode = self.cfg.state_init
-        if mode == "Default":
-            return self._default_draws(count)
-        if mode == "Hybrid":  # reference states only for the rows that get one
-            use_reference = self._bernoulli(count, self.cfg.hybrid_init_prob)
-            default_rows, reference_rows = (~use_reference).nonzero().flatten(), use_reference.nonzero().flatten()
-            return merge_draws(count, [(default_rows, self._default_draws(len(default_rows))),
-                                       (reference_rows, self._reference_draws(len(reference_rows), True))])
-        return self._reference_draws(count, random_time=mode == "Random")
-
-    def _reference_draws(self, count: int, random_time: bool) -> dict:
-        """`count` reference states of clips sampled by weight at a uniform time or t = 0."""
-        motion_lib = self._require_motion_lib(f"state_init={self.cfg.state_init!r}")
-        motion_ids = (motion_lib.sample_motions(count, generator=self.generator) if count
-                      else torch.zeros(0, dtype=torch.long, device=self.device))
-        times = (motion_lib.sample_time(motion_ids, generator=self.generator) if random_time
-                 else torch.zeros(count, device=self.device))
-        return self._reference_resets(motion_ids, times)
-
-    def plan_from_draws(self, env_ids: torch.Tensor, draws: dict) -> ResetPlan:
-        """The plan that resets `env_ids [n]` into `draws` (as `_draw_resets` makes them, n rows)."""
-        return plan_from_draws(env_ids, draws)
-
-    def default_states(self, n: int) -> RobotStates:
-        """Standing pose: root at DEFAULT_ROOT_HEIGHT, identity rotation, zero DoFs, at rest."""
-        return standing_states(n, self.robot.num_dofs, self.device)
-
-    def _default_draws(self, count: int) -> dict:
-        """`count` standing poses; the AMP history repeats the pose's (constant) frame."""
-        draws = dict(zip(STATE_FIELDS, self.default_states(count).as_tuple()))
-        draws.update((name, x.expand(count, *x.shape[1:]))
-                     for name, x in zip(KINEMATICS_FIELDS, self.default_kinematics.as_tuple()))
-        draws["amp_history"] = self.default_amp_obs.unsqueeze(1).expand(count, self.num_amp_obs_steps, -1)
-        draws["policy_obs"] = self.default_policy_obs.expand(count, -1)
-        return draws
-
-    def kinematics_of(self, states: RobotStates) -> ArticulationState:
-        """Body states and joint quantities `[n]` the simulator will report for `states`."""
-        return articulation_state(self.robot, *states.as_tuple())
-
-    def reference_plan(self, env_ids: torch.Tensor, motion_ids: torch.Tensor | None = None,
-                       times: torch.Tensor | None = None) -> ResetPlan:
-        """Reference-state init of `env_ids` now: clips `motion_ids` (default: sampled by weight)
-        at `times` (default: uniform)."""
-        n = len(env_ids)
-        motion_lib = self._require_motion_lib("reference-state init")
-        if motion_ids is None:
-            motion_ids = motion_lib.sample_motions(n, generator=self.generator)
-        if times is None:
-            times = motion_lib.sample_time(motion_ids, generator=self.generator)
-        return self.plan_from_draws(env_ids, self._reference_resets(motion_ids, times))
-
-    def _reference_resets(self, motion_ids: torch.Tensor, times: torch.Tensor) -> dict:
-        """Reference states of clips `motion_ids [n]` at `times [n]` as `_draw_resets` returns them."""
-        n, steps = len(motion_ids), self.num_amp_obs_steps
-        # One query for the initial state (k = 0) and the AMP history (k = 1 .. steps - 1).
-        offsets = self.control_dt * torch.arange(steps, device=self.device, dtype=times.dtype)
-        ms = self.motion_lib.get_motion_state(motion_ids.repeat_interleave(steps),
-                                              (times.unsqueeze(-1) - offsets).reshape(-1), body_states=False)
-        # Kinematics of every queried frame: the AMP history's, and the new states' (rows k = 0).
-        kinematics = articulation_state(self.robot, ms.root_pos, ms.root_rot, ms.root_lin_vel,
-                                        ms.root_ang_vel, ms.dof_pos, ms.dof_vel)
-        now = slice(None, None, steps)
-        kinematics_now = ArticulationState(*(x[now] for x in kinematics.as_tuple()))
-        draws = {name: getattr(ms, name)[now] for name in STATE_FIELDS}
-        draws.update(zip(KINEMATICS_FIELDS, kinematics_now.as_tuple()))
-        draws["policy_obs"] = self.policy_obs_of(kinematics_now)
-        draws["amp_history"] = self.amp_obs_from_motion_state(ms, kinematics).reshape(n, steps, self.num_amp_obs_per_step)
-        return draws
-
-    def reset_reference(self, env_ids: torch.Tensor, motion_ids: torch.Tensor | None = None,
-                        times: torch.Tensor | None = None) -> None:
-        """Reset `env_ids` to reference states (sampled, or the given clips and times) now,
-        AMP history included; e.g. to inspect or test a clip."""
-        plan = self.place_on_terrain(self.reference_plan(env_ids, motion_ids=motion_ids, times=times))
-        self.sim.set_robot_state(plan.env_ids, *plan.states.as_tuple(), kinematics=plan.kinematics)
-        self._start_episodes(env_ids, plan)
-
-    def _start_episodes(self, env_ids: torch.Tensor, plan: ResetPlan) -> None:
-        """Counters, task and AMP history of envs whose humanoids were just reset by `plan`."""
-        self.episode_steps[env_ids] = 0
-        self.episode_return[env_ids] = 0.0
-        self.reset_task(env_ids)
-        if len(plan.env_ids):
-            amp_ring.write_histories(self.amp_frames, self._amp_slots, self.amp_newest, plan.env_ids,
-                                     plan.amp_history)
 
     # ---- helpers ------------------------------------------------------------------------------
 
