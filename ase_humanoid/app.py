@@ -58,7 +58,7 @@ def describe_update_precision(agent) -> str | None:
         return None
     chosen = "bfloat16" if agent.update_dtype == torch.bfloat16 else "float32"
     if precision == "auto":
-        from ase_humanoid.agents.ppo import cpu_bfloat16_matmul
+        from ase_humanoid.agents.update_precision import cpu_bfloat16_matmul
 
         why = (f"a CPU with {cpu_bfloat16_matmul()}" if chosen == "bfloat16"
                else f"no bfloat16 matrix instructions on {agent.device.type}")

@@ -14,7 +14,7 @@ from ase_humanoid.agents.ase import diversity_loss, encoder_loss, encoder_reward
 from ase_humanoid.agents.buffers import ReplayBuffer
 from ase_humanoid.agents.networks import Discriminator
 from ase_humanoid.agents.normalizer import RunningMeanStd
-from ase_humanoid.agents.ppo import bounds_loss, compute_gae
+from ase_humanoid.agents.ppo_losses import bounds_loss, compute_gae
 from ase_humanoid.errors import CheckpointError, ConfigError
 
 OBS, ACT, AMP, ENVS = 5, 3, 6, 8

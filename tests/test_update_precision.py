@@ -8,7 +8,7 @@ import pytest
 import torch
 from test_update_equivalence import make, train
 
-from ase_humanoid.agents import ppo
+from ase_humanoid.agents import update_precision
 from ase_humanoid.agents.networks import GaussianActor
 from ase_humanoid.errors import ConfigError
 
@@ -60,13 +60,13 @@ def test_reference_update_stays_float32():
 def test_auto_picks_bfloat16_only_on_a_cpu_with_bfloat16_matrix_instructions(monkeypatch):
     cpu, cuda = torch.device("cpu"), torch.device("cuda")
     for kind in ("AMX", "AVX512-BF16"):
-        monkeypatch.setattr(ppo, "cpu_bfloat16_matmul", lambda kind=kind: kind)
-        assert ppo.update_autocast_dtype("auto", cpu) == torch.bfloat16
-        assert ppo.update_autocast_dtype("auto", cuda) is None
-        assert ppo.update_autocast_dtype("float32", cpu) is None
-    monkeypatch.setattr(ppo, "cpu_bfloat16_matmul", lambda: None)
-    assert ppo.update_autocast_dtype("auto", cpu) is None
-    assert ppo.update_autocast_dtype("bfloat16", cpu) == torch.bfloat16
+        monkeypatch.setattr(update_precision, "cpu_bfloat16_matmul", lambda kind=kind: kind)
+        assert update_precision.update_autocast_dtype("auto", cpu) == torch.bfloat16
+        assert update_precision.update_autocast_dtype("auto", cuda) is None
+        assert update_precision.update_autocast_dtype("float32", cpu) is None
+    monkeypatch.setattr(update_precision, "cpu_bfloat16_matmul", lambda: None)
+    assert update_precision.update_autocast_dtype("auto", cpu) is None
+    assert update_precision.update_autocast_dtype("bfloat16", cpu) == torch.bfloat16
 
 
 def test_unknown_precision_names_the_key_and_the_choices():
@@ -78,9 +78,9 @@ def test_start_up_line_says_what_auto_chose(monkeypatch):
     from ase_humanoid.app import describe_update_precision
 
     assert describe_update_precision(make("ppo", update_precision="float32")) is None
-    monkeypatch.setattr(ppo, "cpu_bfloat16_matmul", lambda: "AVX512-BF16")
+    monkeypatch.setattr(update_precision, "cpu_bfloat16_matmul", lambda: "AVX512-BF16")
     assert describe_update_precision(make("ppo", update_precision="auto")) == \
         "update precision: bfloat16 (update_precision=auto: a CPU with AVX512-BF16)"
-    monkeypatch.setattr(ppo, "cpu_bfloat16_matmul", lambda: None)
+    monkeypatch.setattr(update_precision, "cpu_bfloat16_matmul", lambda: None)
     assert describe_update_precision(make("ppo", update_precision="auto")) == \
         "update precision: float32 (update_precision=auto: no bfloat16 matrix instructions on cpu)"

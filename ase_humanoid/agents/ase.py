@@ -14,7 +14,7 @@ from ase_humanoid.agents.amp import (AMPAgent, DemoFetcher, DemoKeySource, input
                                      style_reward)
 from ase_humanoid.agents.config import ASEConfig
 from ase_humanoid.agents.networks import Discriminator, LatentActor, ValueNet, sum_of_squares
-from ase_humanoid.agents.ppo import masked_mean
+from ase_humanoid.agents.ppo_losses import masked_mean
 from ase_humanoid.errors import ConfigError
 from ase_humanoid.robots.mirror import SignedPermutation
 
