@@ -86,6 +86,7 @@ LAYERS = (
     ("robots",),
     ("sim", "motion"),
     ("envs", "agents"),
+    ("integrations",),
     ("runner", "policy_export", "config", "run_dir"),
     ("builders",),
     ("analysis", "checkpoint_config"),
